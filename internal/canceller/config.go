@@ -1,0 +1,120 @@
+package canceller
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// Defaults of Config.
+const (
+	DefaultGroup           = "hourglass-canceller"
+	DefaultKind            = "order-timeout"
+	DefaultCloseTimeout    = 10 * time.Second
+	DefaultCommitInterval  = time.Second
+	DefaultShutdownTimeout = 20 * time.Second
+	DefaultMaxPollRecords  = 1000
+)
+
+// Config is the canceller's behaviour; the Kafka connection is passed to New
+// as kgo options. Zero fields take the defaults named on them.
+type Config struct {
+	// Prefix is the topic prefix; default tiers.DefaultPrefix.
+	Prefix string
+	// Topics are the target topics to consume; default [Prefix + "cancel"].
+	Topics []string
+	// Outcomes is the topic of outcome events; default Prefix + "outcomes".
+	Outcomes string
+	// DeadLetter is the dead-letter topic; default Prefix + "dlq".
+	DeadLetter string
+	// Group is the consumer group; default DefaultGroup.
+	Group string
+	// DefaultKind is the kind of tasks without hourglass-kind; default
+	// DefaultKind ("order-timeout").
+	DefaultKind string
+	// CloseTimeout bounds one close; default DefaultCloseTimeout.
+	CloseTimeout time.Duration
+	// MaxPollRecords bounds the records taken per poll; default
+	// DefaultMaxPollRecords.
+	MaxPollRecords int
+	// CommitInterval is how often watermarks are committed; default
+	// DefaultCommitInterval.
+	CommitInterval time.Duration
+	// ShutdownTimeout bounds a graceful stop; default
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Instance names this canceller in outcome events; default the host
+	// name.
+	Instance string
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = tiers.DefaultPrefix
+	}
+	if len(c.Topics) == 0 {
+		c.Topics = []string{tiers.CancelTopic(c.Prefix)}
+	}
+	if c.Outcomes == "" {
+		c.Outcomes = tiers.OutcomesTopic(c.Prefix)
+	}
+	if c.DeadLetter == "" {
+		c.DeadLetter = tiers.DeadLetterTopic(c.Prefix)
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.DefaultKind == "" {
+		c.DefaultKind = DefaultKind
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = DefaultCloseTimeout
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c
+}
+
+// Validate reports every problem with c (after WithDefaults), naming fields
+// by their flags.
+func (c Config) Validate() []error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+	}
+	for _, t := range c.Topics {
+		if err := tiers.ValidTopic(t); err != nil {
+			bad("topics", "%v", err)
+		}
+		if t == c.Outcomes || t == c.DeadLetter {
+			bad("topics", "%s is also the outcomes or dead-letter topic", t)
+		}
+	}
+	if err := tiers.ValidTopic(c.Outcomes); err != nil {
+		bad("outcomes-topic", "%v", err)
+	}
+	if err := tiers.ValidTopic(c.DeadLetter); err != nil {
+		bad("dlq-topic", "%v", err)
+	}
+	if c.MaxPollRecords < 1 {
+		bad("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"close-timeout", c.CloseTimeout}, {"commit-interval", c.CommitInterval}, {"shutdown-timeout", c.ShutdownTimeout}} {
+		if d.v <= 0 {
+			bad(d.flag, "%v: must be positive", d.v)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,53 @@
+// Package outcome is the outcome event: one per close attempt, produced by
+// the canceller to the outcomes topic (hourglass.outcomes), keyed by task id,
+// JSON-encoded. The recorder loads them into ClickHouse; the demo and the
+// benchmark read them to measure lateness.
+package outcome
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Version is the event schema version written in Event.V.
+const Version = 1
+
+// Event is one close attempt. Times are unix milliseconds; zero means
+// unknown. Field names are stable (they are ClickHouse columns).
+type Event struct {
+	V           int    `json:"v"`
+	TaskID      string `json:"task_id"`
+	Kind        string `json:"kind"`
+	Outcome     string `json:"outcome"`          // closer.Outcome, or "dead_letter"
+	Detail      string `json:"detail,omitempty"` // e.g. the state that made a close skip
+	Error       string `json:"error,omitempty"`
+	Attempt     int    `json:"attempt"`
+	Hops        int    `json:"hops"`
+	Path        string `json:"path"`
+	ScheduledMs int64  `json:"scheduled_ms"`
+	DueMs       int64  `json:"due_ms"`
+	ForwardedMs int64  `json:"forwarded_ms"`
+	ClosedMs    int64  `json:"closed_ms"` // when the close returned
+	LatenessMs  int64  `json:"lateness_ms"`
+	Instance    string `json:"instance"`
+	// Source locates the cancel record: with Attempt it identifies the
+	// attempt, so replays after a crash can be deduplicated.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// Marshal encodes e.
+func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }
+
+// Unmarshal decodes an event and checks its version.
+func Unmarshal(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("outcome event: %w", err)
+	}
+	if e.V != Version {
+		return Event{}, fmt.Errorf("outcome event: version %d, want %d", e.V, Version)
+	}
+	return e, nil
+}

@@ -1,0 +1,21 @@
+// Package tiers holds Hourglass's record contract and tier logic, for the
+// router and canceller and for Go services that schedule deadlines.
+//
+// A deadline is a Kafka record in a delay topic. Tiers are the wait durations
+// of those topics ("1m,5m,30m" by default); the topic of tier d is
+// Topic(prefix, d), for example "hourglass.delay.30m". A producer puts a
+// record into the topic of the largest tier not longer than its delay, or of
+// the smallest tier when the delay is shorter than every tier (Table.For).
+//
+// The record's key is the task id, its value an opaque payload passed through
+// unchanged, and its headers carry the contract: HeaderDue (required, unix
+// milliseconds in decimal ASCII) and HeaderTarget (optional target topic),
+// plus the optional headers documented on each Header constant. Decode
+// validates them strictly and reports why a record is invalid with an
+// *InvalidError; invalid records go to the dead-letter topic with that reason.
+//
+// Scheduler is a small producer helper for Go services:
+//
+//	s, err := tiers.NewScheduler(client, tiers.DefaultTable())
+//	err = s.Schedule(ctx, tiers.Task{ID: "order-42", Due: created.Add(30 * time.Minute)})
+package tiers

@@ -1,0 +1,68 @@
+package tiers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultPrefix is the topic prefix used when none is configured.
+const DefaultPrefix = "hourglass."
+
+// Topic returns the delay topic of tier d: prefix + "delay." + Name(d), for
+// example "hourglass.delay.30m".
+func Topic(prefix string, d time.Duration) string {
+	return prefix + "delay." + Name(d)
+}
+
+// TierOf parses a delay topic name back into its tier. It reports false when
+// topic is not prefix + "delay." + a duration.
+func TierOf(prefix, topic string) (time.Duration, bool) {
+	rest, ok := strings.CutPrefix(topic, prefix+"delay.")
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil || d <= 0 || Name(d) != rest {
+		return 0, false
+	}
+	return d, true
+}
+
+// Topics returns the delay topic of every tier in t, smallest first.
+func (t Table) Topics(prefix string) []string {
+	out := make([]string, len(t.ds))
+	for i, d := range t.ds {
+		out[i] = Topic(prefix, d)
+	}
+	return out
+}
+
+// CancelTopic, DeadLetterTopic and OutcomesTopic return the default target,
+// dead-letter and outcome topics for a prefix: with DefaultPrefix they are
+// hourglass.cancel, hourglass.dlq and hourglass.outcomes.
+func CancelTopic(prefix string) string     { return prefix + "cancel" }
+func DeadLetterTopic(prefix string) string { return prefix + "dlq" }
+func OutcomesTopic(prefix string) string   { return prefix + "outcomes" }
+
+// maxTopicLen is Kafka's limit on topic name length.
+const maxTopicLen = 249
+
+// ValidTopic reports why name is not a legal Kafka topic name, or nil.
+func ValidTopic(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty topic name")
+	case len(name) > maxTopicLen:
+		return fmt.Errorf("topic name is %d characters, more than %d", len(name), maxTopicLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q is reserved", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q has %q: only ASCII letters, digits, '.', '_' and '-' are allowed", name, c)
+		}
+	}
+	return nil
+}
