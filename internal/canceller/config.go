@@ -1,8 +1,9 @@
 package canceller
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
 
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -89,7 +90,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() []error {
 	var errs []error
 	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+		errs = append(errs, cli.Errorf(flag, format, args...))
 	}
 	for _, t := range c.Topics {
 		if err := tiers.ValidTopic(t); err != nil {

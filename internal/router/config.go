@@ -1,8 +1,9 @@
 package router
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
 
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -58,8 +59,6 @@ type Config struct {
 	RevokeTimeout time.Duration
 	// ShutdownTimeout bounds a graceful stop; default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// Instance names this router in logs; default the host name.
-	Instance string
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -108,7 +107,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() []error {
 	var errs []error
 	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+		errs = append(errs, cli.Errorf(flag, format, args...))
 	}
 	for _, t := range []struct{ flag, topic string }{
 		{"target", c.Target}, {"dlq-topic", c.DeadLetter},

@@ -132,6 +132,10 @@ func New(cfg Config, o Options) (*Router, error) {
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),
 		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
+		// A due record leaves at once: lingering would add to every
+		// deadline's lateness. Records still batch while a produce request
+		// is in flight.
+		kgo.ProducerLinger(0),
 		// Produces are acknowledged by all in-sync replicas, idempotent and
 		// retried without limit while the error is retriable (kgo's
 		// defaults): a broker outage stalls the router, it does not turn

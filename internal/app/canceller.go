@@ -1,0 +1,102 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const cancellerUsage = `canceller closes due Hourglass tasks.
+
+It consumes the cancel topic as a consumer group, applies an idempotent close
+through the configured closer, produces one outcome event per close to the
+outcomes topic, and commits a record only when its close and its outcome are
+done.
+
+Usage: canceller [flags]
+
+Flags (each has an environment variable; flags win):
+`
+
+// CancellerConfig is the canceller service's configuration.
+type CancellerConfig struct {
+	common
+	Canceller canceller.Config
+	Closer    string
+}
+
+// closers are the closers selectable with --closer.
+var closers = map[string]func(log *slog.Logger) closer.Closer{
+	"log": func(log *slog.Logger) closer.Closer { return closer.Log{Logger: log} },
+}
+
+func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, bool, error) {
+	var c CancellerConfig
+	fs := cli.NewFlagSet("canceller", cancellerUsage)
+	fs.SetOutput(stderr)
+	c.register(fs, "hourglass-canceller", ":8081")
+	k := &c.Canceller
+	fs.StringVar(&k.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.StringsVar(&k.Topics, "topics", env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
+	fs.StringVar(&k.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
+	fs.StringVar(&k.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&k.Group, "group", env("group"), canceller.DefaultGroup, "consumer `group`")
+	fs.StringVar(&k.DefaultKind, "default-kind", env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
+	fs.StringVar(&c.Closer, "closer", env("closer"), "log", "how tasks are closed: log")
+	fs.DurationVar(&k.CloseTimeout, "close-timeout", env("close-timeout"), canceller.DefaultCloseTimeout, "bound on one close")
+	fs.IntVar(&k.MaxPollRecords, "max-poll-records", env("max-poll-records"), canceller.DefaultMaxPollRecords, "records taken per poll")
+	fs.DurationVar(&k.CommitInterval, "commit-interval", env("commit-interval"), canceller.DefaultCommitInterval, "how often offsets are committed")
+	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), canceller.DefaultShutdownTimeout, "bound on a graceful stop")
+	fs.StringVar(&k.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default the host name)")
+	stop, err := parse(fs, args, stdout, &c.common, func() []error {
+		var errs []error
+		if _, ok := closers[c.Closer]; !ok {
+			errs = append(errs, cli.Errorf("closer", "%q: want log", c.Closer))
+		}
+		*k = k.WithDefaults()
+		return append(errs, k.Validate()...)
+	})
+	return &c, stop, err
+}
+
+// Canceller is the canceller service command.
+func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, stop, err := parseCanceller(args, stdout, stderr)
+	if stop || err != nil {
+		return err
+	}
+	log := c.logger(stderr, "canceller")
+	opts, err := c.kgoOpts()
+	if err != nil {
+		return err
+	}
+	k := c.Canceller
+	specs := TopicSpecs(k.Prefix, tiers.Table{}, append([]string{k.Outcomes, k.DeadLetter}, k.Topics...), int32(c.Partitions), int16(c.Replication))
+	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
+		return err
+	}
+	cn, err := canceller.New(k, canceller.Options{Kafka: opts, Logger: log, Closer: closers[c.Closer](log)})
+	if err != nil {
+		return err
+	}
+	log.Info("canceller starting", "topics", k.Topics, "closer", c.Closer, "outcomes", k.Outcomes, "group", k.Group)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := cn.Run(gctx); err != nil {
+			return fmt.Errorf("canceller: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, nil, log) })
+	err = g.Wait()
+	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))
+	return err
+}

@@ -1,0 +1,229 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// Defaults shared by the services.
+const (
+	DefaultPartitions     = 6
+	DefaultSessionTimeout = 45 * time.Second
+)
+
+// common are the flags every service has.
+type common struct {
+	Kafka          kafka.Config
+	HTTPAddr       string
+	LogLevel       string
+	LogFormat      string
+	CheckConfig    bool
+	CreateTopics   bool
+	Partitions     int
+	Replication    int
+	SessionTimeout time.Duration
+}
+
+func env(flag string) string {
+	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
+	c.Kafka.RegisterFlags(fs, name)
+	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
+		"`address` of the HTTP server for /healthz, /readyz and /metrics; empty disables it")
+	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", env("log-format"), "text", "log `format`: text or json")
+	fs.BoolVar(&c.CheckConfig, "check-config", env("check-config"), false,
+		"validate the configuration, print it and exit (0 valid, 2 invalid)")
+	fs.BoolVar(&c.CreateTopics, "create-topics", env("create-topics"), true,
+		"create missing topics at start (existing topics are never altered; differences are logged)")
+	fs.IntVar(&c.Partitions, "partitions", env("partitions"), DefaultPartitions,
+		"partitions of topics created at start")
+	fs.IntVar(&c.Replication, "replication-factor", env("replication-factor"), -1,
+		"replication factor of topics created at start; -1 uses the broker default")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
+		"consumer group session timeout: how long a crashed instance keeps its partitions")
+}
+
+func (c *common) validate(fs *cli.FlagSet) []error {
+	errs := c.Kafka.Validate(fs)
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, cli.Errorf("http-addr", "%q: want host:port or :port", c.HTTPAddr))
+		}
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, cli.Errorf("log-level", "%v", err))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, cli.Errorf("log-format", "%q: want text or json", c.LogFormat))
+	}
+	if c.Partitions < 1 || c.Partitions > 10_000 {
+		errs = append(errs, cli.Errorf("partitions", "%d: want 1 to 10000", c.Partitions))
+	}
+	if c.Replication == 0 || c.Replication < -1 || c.Replication > 32 {
+		errs = append(errs, cli.Errorf("replication-factor", "%d: want -1 (broker default) or 1 to 32", c.Replication))
+	}
+	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
+		errs = append(errs, cli.Errorf("session-timeout", "%v: want 1s to 30m", c.SessionTimeout))
+	}
+	return errs
+}
+
+// kgoOpts returns the connection options plus the group session timeout.
+func (c *common) kgoOpts() ([]kgo.Opt, error) {
+	opts, err := c.Kafka.Opts()
+	if err != nil {
+		return nil, err
+	}
+	// Heartbeats must come well within the session timeout, or a short
+	// timeout expires a healthy member between two of them.
+	return append(opts, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(min(3*time.Second, c.SessionTimeout/3))), nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func (c *common) logger(w io.Writer, name string) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h).With("service", name)
+}
+
+// parse parses args into fs and validates with check; it prints the
+// configuration and returns flag.ErrHelp-like nil stop when --check-config.
+func parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *common, check func() []error) (stop bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return true, UsageError{err}
+	}
+	if len(fs.Args()) > 0 {
+		return true, UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	errs := append(c.validate(fs), check()...)
+	if err := fs.Explain(errs); err != nil {
+		return true, UsageError{err}
+	}
+	if c.CheckConfig {
+		fs.PrintConfig(stdout)
+		fmt.Fprintln(stdout, "configuration is valid")
+		return true, nil
+	}
+	return false, nil
+}
+
+// ensureTopics creates (or, with create false, checks) the topics and logs
+// what differs from the spec. It fails only when a topic is missing and could
+// not be created.
+func ensureTopics(ctx context.Context, opts []kgo.Opt, specs []kafka.TopicSpec, create bool, log *slog.Logger) error {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), specs, create)
+	if err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	for _, s := range st {
+		switch {
+		case s.Created:
+			log.Info("created topic", "topic", s.Spec.Name, "partitions", s.Partitions)
+		case len(s.Mismatches) > 0:
+			log.Warn("topic differs from the recommended settings", "topic", s.Spec.Name, "differences", strings.Join(s.Mismatches, "; "))
+		case !s.Existed:
+			log.Warn("topic is missing; it is created by `hourglass topics` or --create-topics", "topic", s.Spec.Name)
+		}
+	}
+	return nil
+}
+
+// TopicSpecs returns every topic of a pipeline with the recommended settings:
+// delay topics keep records a week or ten times the tier, whichever is
+// longer; the dead-letter topic keeps them 30 days.
+func TopicSpecs(prefix string, table tiers.Table, extra []string, partitions int32, replicas int16) []kafka.TopicSpec {
+	const day = 24 * time.Hour
+	retention := func(d time.Duration) map[string]string {
+		return map[string]string{"retention.ms": fmt.Sprint(d.Milliseconds()), "cleanup.policy": "delete"}
+	}
+	var specs []kafka.TopicSpec
+	for _, d := range table.Durations() {
+		specs = append(specs, kafka.TopicSpec{Name: tiers.Topic(prefix, d), Partitions: partitions, Replicas: replicas, Configs: retention(max(7*day, 10*d))})
+	}
+	seen := map[string]bool{}
+	for _, t := range append([]string{tiers.CancelTopic(prefix), tiers.OutcomesTopic(prefix)}, extra...) {
+		if !seen[t] {
+			seen[t] = true
+			specs = append(specs, kafka.TopicSpec{Name: t, Partitions: partitions, Replicas: replicas, Configs: retention(7 * day)})
+		}
+	}
+	if dlq := tiers.DeadLetterTopic(prefix); !seen[dlq] {
+		specs = append(specs, kafka.TopicSpec{Name: dlq, Partitions: partitions, Replicas: replicas, Configs: retention(30 * day)})
+	}
+	return specs
+}
+
+// serveHTTP serves /healthz (the process is up), /readyz (ready() is true)
+// and mux's other handlers on addr until ctx is canceled.
+func serveHTTP(ctx context.Context, addr string, ready func() bool, mux *http.ServeMux, log *slog.Logger) error {
+	if addr == "" {
+		<-ctx.Done()
+		return nil
+	}
+	if mux == nil {
+		mux = http.NewServeMux()
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	log.Info("http listening", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,302 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const demoUsage = `hourglass demo runs a complete Hourglass pipeline on this machine, with
+nothing else installed: an embedded Kafka broker (kfake) on 127.0.0.1, the
+topics, a router, a canceller with an in-memory order store, and a demo order
+source that schedules orders with delays of a few seconds and pays some of
+them before their deadline. It prints progress every second and a summary.
+
+With --serve the pipeline keeps running after the demo, as a local broker
+for your own producers, until Ctrl-C.
+
+Usage: hourglass demo [flags]
+
+Flags:
+`
+
+type demoConfig struct {
+	listen     string
+	tiers      tiers.Table
+	orders     int
+	rate       float64
+	minDelay   time.Duration
+	maxDelay   time.Duration
+	paid       float64
+	serve      bool
+	partitions int
+	logLevel   string
+}
+
+func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
+	var (
+		c        demoConfig
+		rawTiers string
+	)
+	fs := cli.NewFlagSet("demo", demoUsage)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", "", "127.0.0.1:9092", "`address` of the embedded broker (loopback only; port 0 picks a free one)")
+	fs.StringVar(&rawTiers, "tiers", "", "1s,2s,5s,10s", "delay tiers")
+	fs.IntVar(&c.orders, "orders", "", 300, "demo orders to schedule (0: none, with --serve)")
+	var rate int
+	fs.IntVar(&rate, "rate", "", 50, "demo orders scheduled per second")
+	fs.DurationVar(&c.minDelay, "min-delay", "", 500*time.Millisecond, "shortest demo delay (below the smallest tier, it waits in the router's timer)")
+	fs.DurationVar(&c.maxDelay, "max-delay", "", 25*time.Second, "longest demo delay (beyond the largest tier, it hops)")
+	var paidPct int
+	fs.IntVar(&paidPct, "paid-percent", "", 20, "percentage of demo orders paid before their deadline")
+	fs.BoolVar(&c.serve, "serve", "", false, "keep the pipeline running after the demo, until Ctrl-C")
+	fs.IntVar(&c.partitions, "partitions", "", 3, "partitions per topic")
+	fs.StringVar(&c.logLevel, "log-level", "", "warn", "log `level` of the router and canceller")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, UsageError{err}
+	}
+	var errs []error
+	table, err := tiers.Parse(rawTiers)
+	if err != nil {
+		errs = append(errs, cli.Errorf("tiers", "%v", err))
+	}
+	c.tiers = table
+	if c.orders < 0 || c.orders > 1_000_000 {
+		errs = append(errs, cli.Errorf("orders", "%d: want 0 to 1000000", c.orders))
+	}
+	if rate < 1 || rate > 100_000 {
+		errs = append(errs, cli.Errorf("rate", "%d: want 1 to 100000", rate))
+	}
+	c.rate = float64(rate)
+	if c.minDelay < 0 || c.maxDelay < c.minDelay || c.maxDelay > time.Hour {
+		errs = append(errs, cli.Errorf("max-delay", "want 0 <= --min-delay <= --max-delay <= 1h"))
+	}
+	if paidPct < 0 || paidPct > 100 {
+		errs = append(errs, cli.Errorf("paid-percent", "%d: want 0 to 100", paidPct))
+	}
+	c.paid = float64(paidPct) / 100
+	if c.partitions < 1 || c.partitions > 1000 {
+		errs = append(errs, cli.Errorf("partitions", "%d: want 1 to 1000", c.partitions))
+	}
+	if _, err := parseLevel(c.logLevel); err != nil {
+		errs = append(errs, cli.Errorf("log-level", "%v", err))
+	}
+	if c.orders == 0 && !c.serve {
+		errs = append(errs, cli.Errorf("orders", "0 orders without --serve has nothing to do"))
+	}
+	if err := fs.Explain(errs); err != nil {
+		return nil, UsageError{err}
+	}
+	return &c, nil
+}
+
+// Demo is the `hourglass demo` command.
+func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseDemo(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	level, _ := parseLevel(c.logLevel)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	broker, addr, err := startBroker(c.listen)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
+	if err := createTopics(ctx, seed, tiers.DefaultPrefix, c.tiers, c.partitions); err != nil {
+		return err
+	}
+
+	store := &closer.Memory{CloseUnknown: true}
+	p, err := startPipeline(ctx, seed, c.tiers, store, log)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+
+	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
+	fmt.Fprintf(stdout, `Hourglass demo: embedded Kafka broker on %s, tiers %s
+  delay topics: %v
+  router and canceller running; orders close in an in-memory store.
+
+Schedule an order by hand (due in 5 s), from another terminal:
+  kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(($(date +%%s%%3N)+5000))" <<< '{"order":"order-1"}'
+Watch the outcomes:
+  kcat -C -b %s -t %s -o beginning
+
+`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
+
+	t := newTally()
+	demoIDs := make(map[string]bool, c.orders)
+	t.onEvent = func(ev outcome.Event, first bool) {
+		if c.serve && !demoIDs[ev.TaskID] {
+			fmt.Fprintf(stdout, "closed %s: %s, %d ms after its due time (path %s)\n", ev.TaskID, ev.Outcome, ev.LatenessMs, ev.Path)
+		}
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchOutcomes(wctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)
+
+	if c.orders > 0 {
+		prod, err := kgo.NewClient(seed...)
+		if err != nil {
+			return err
+		}
+		defer prod.Close()
+		s, err := tiers.NewScheduler(prod, c.tiers)
+		if err != nil {
+			return err
+		}
+		run := fmt.Sprintf("%x", time.Now().UnixMilli()&0xffffff)
+		for i := 0; i < c.orders; i++ {
+			demoIDs[fmt.Sprintf("demo-%s-%d", run, i)] = true
+		}
+		if err := runDemo(ctx, c, s, store, run, t, stdout); err != nil {
+			return err
+		}
+	}
+	if c.serve && ctx.Err() == nil {
+		fmt.Fprintf(stdout, "\nThe pipeline keeps running on %s; press Ctrl-C to stop.\n", addr)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// runDemo schedules the demo orders, pays some, prints progress every second
+// and the summary when every order has an outcome.
+func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *closer.Memory, run string, t *tally, stdout io.Writer) error {
+	start := time.Now()
+	scheduled := 0
+	produceErr := make(chan error, 1)
+	payments := make([]*time.Timer, 0, c.orders)
+	defer func() {
+		for _, p := range payments {
+			p.Stop()
+		}
+	}()
+	interval := time.Duration(float64(time.Second) / c.rate)
+	next := time.NewTimer(0)
+	defer next.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	deadline := time.NewTimer(time.Duration(float64(c.orders)/c.rate*float64(time.Second)) + c.maxDelay + 60*time.Second)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stdout, "\ninterrupted")
+			printSummary(stdout, c.orders, scheduled, t, time.Since(start))
+			return nil
+		case err := <-produceErr:
+			return err
+		case <-deadline.C:
+			printSummary(stdout, c.orders, scheduled, t, time.Since(start))
+			return errors.New("demo: orders still pending at the deadline")
+		case <-next.C:
+			id := fmt.Sprintf("demo-%s-%d", run, scheduled)
+			delay := c.minDelay + time.Duration(rand.Int64N(int64(c.maxDelay-c.minDelay)+1))
+			due := time.Now().Add(delay)
+			store.Put(id, closer.StateUnpaid)
+			if rand.Float64() < c.paid {
+				// The customer pays somewhere before the deadline.
+				payments = append(payments, time.AfterFunc(time.Duration(rand.Float64()*0.8*float64(delay)), func() { store.Pay(id) }))
+			}
+			s.ScheduleAsync(ctx, tiers.Task{ID: id, Due: due, Kind: "order-timeout", Payload: fmt.Appendf(nil, `{"order":%q}`, id)},
+				func(_ *kgo.Record, err error) {
+					if err != nil && ctx.Err() == nil {
+						select {
+						case produceErr <- err:
+						default:
+						}
+					}
+				})
+			if scheduled++; scheduled < c.orders {
+				next.Reset(interval)
+			}
+		case <-tick.C:
+			snap := t.snapshot()
+			fmt.Fprintf(stdout, "%5.0fs  scheduled %5d/%d  closed %5d  skipped-as-paid %4d  pending %5d  lateness p50 %3d ms  p99 %4d ms  max %4d ms\n",
+				time.Since(start).Seconds(), scheduled, c.orders, snap.Outcomes[string(closer.Closed)], snap.Outcomes[string(closer.Skipped)],
+				scheduled-snap.Tasks, snap.Late.P50, snap.Late.P99, snap.Late.Max)
+			if scheduled == c.orders && snap.Tasks >= c.orders {
+				printSummary(stdout, c.orders, scheduled, t, time.Since(start))
+				return nil
+			}
+		}
+	}
+}
+
+func printSummary(w io.Writer, orders, scheduled int, t *tally, took time.Duration) {
+	s := t.snapshot()
+	fmt.Fprintf(w, "\nSummary after %.0fs: %d orders scheduled, %d closed, %d skipped as paid, %d already closed, %d pending\n",
+		took.Seconds(), scheduled, s.Outcomes[string(closer.Closed)], s.Outcomes[string(closer.Skipped)], s.Outcomes[string(closer.AlreadyClosed)], scheduled-s.Tasks)
+	fmt.Fprintf(w, "Lateness (close time - due time): p50 %d ms, p99 %d ms, max %d ms; closed early: %d; duplicate outcomes: %d\n",
+		s.Late.P50, s.Late.P99, s.Late.Max, s.Early, s.Duplicates)
+}
+
+// pipeline is a router and a canceller running in this process.
+type pipeline struct {
+	Router    *router.Router
+	Canceller *canceller.Canceller
+	cancel    context.CancelFunc
+	g         *errgroup.Group
+}
+
+func startPipeline(ctx context.Context, seed []kgo.Opt, table tiers.Table, c closer.Closer, log *slog.Logger) (*pipeline, error) {
+	rt, err := router.New(router.Config{Tiers: table}, router.Options{Kafka: seed, Logger: log.With("service", "router")})
+	if err != nil {
+		return nil, err
+	}
+	cn, err := canceller.New(canceller.Config{}, canceller.Options{Kafka: seed, Closer: c, Logger: log.With("service", "canceller")})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rt.Run(gctx) })
+	g.Go(func() error { return cn.Run(gctx) })
+	return &pipeline{Router: rt, Canceller: cn, cancel: cancel, g: g}, nil
+}
+
+func (p *pipeline) stop() error {
+	p.cancel()
+	return p.g.Wait()
+}
+
+// createTopics creates the pipeline's topics on a fresh embedded broker.
+func createTopics(ctx context.Context, seed []kgo.Opt, prefix string, table tiers.Table, partitions int) error {
+	cl, err := kgo.NewClient(seed...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = kafka.EnsureTopics(ctx, kadm.NewClient(cl), TopicSpecs(prefix, table, nil, int32(partitions), -1), true)
+	return err
+}

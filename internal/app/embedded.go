@@ -1,0 +1,32 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// startBroker starts an embedded Kafka broker (kfake) on a loopback address
+// ("127.0.0.1:9092"; port 0 picks a free one) and returns it with the address
+// it listens on.
+func startBroker(listen string) (*kfake.Cluster, string, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("--listen %q: want 127.0.0.1:port", listen)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, "", fmt.Errorf("--listen %q: the embedded broker listens on loopback only (127.0.0.1)", listen)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, "", fmt.Errorf("--listen %q: bad port", listen)
+	}
+	c, err := kfake.NewCluster(kfake.Ports(port), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		return nil, "", fmt.Errorf("embedded broker on 127.0.0.1:%d: %w (is another broker running there? pass --listen 127.0.0.1:0 for a free port)", port, err)
+	}
+	return c, c.ListenAddrs()[0], nil
+}

@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+const hourglassUsage = `hourglass is the Hourglass tool.
+
+Usage: hourglass <command> [flags]
+
+Commands:
+  demo        run a complete local pipeline on an embedded broker, with a demo order source
+  bench       measure the pipeline on an embedded broker and print one JSON line
+  topics      create or check the pipeline's topics
+  router      run the router service (same as the router binary)
+  canceller   run the canceller service (same as the canceller binary)
+
+Run "hourglass <command> --help" for a command's flags.
+`
+
+var subcommands = map[string]Command{
+	"demo":      Demo,
+	"bench":     Bench,
+	"topics":    Topics,
+	"router":    Router,
+	"canceller": Canceller,
+}
+
+// Hourglass is the hourglass tool: it dispatches to its subcommands.
+func Hourglass(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		fmt.Fprint(stderr, hourglassUsage)
+		if len(args) == 0 {
+			return UsageError{errors.New("no command")}
+		}
+		return flag.ErrHelp
+	}
+	cmd, ok := subcommands[args[0]]
+	if !ok {
+		names := make([]string, 0, len(subcommands))
+		for n := range subcommands {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return UsageError{fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))}
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const routerUsage = `router moves Hourglass delay records to their target topic when they are due.
+
+It consumes the delay topics <prefix>delay.<tier> as a consumer group, holds
+each partition's head until it is due (pausing the partition), hops records
+that still have a tier's wait ahead to a shorter tier, forwards due ones to
+their hourglass-target (or --target), and sends malformed ones to the
+dead-letter topic with the reason.
+
+Usage: router [flags]
+
+Flags (each has an environment variable; flags win):
+`
+
+// RouterConfig is the router service's configuration.
+type RouterConfig struct {
+	common
+	Router router.Config
+	tiers  string
+}
+
+func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, error) {
+	var c RouterConfig
+	fs := cli.NewFlagSet("router", routerUsage)
+	fs.SetOutput(stderr)
+	c.register(fs, "hourglass-router", ":8080")
+	r := &c.Router
+	fs.StringVar(&c.tiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`, one delay topic each")
+	fs.StringVar(&r.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.StringVar(&r.Target, "target", env("target"), "", "`topic` for due records without hourglass-target (default <prefix>cancel)")
+	fs.StringVar(&r.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&r.Group, "group", env("group"), router.DefaultGroup, "consumer `group`")
+	fs.DurationVar(&r.MaxDelay, "max-delay", env("max-delay"), router.DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
+	fs.IntVar(&r.TimerCapacity, "timer-capacity", env("timer-capacity"), router.DefaultTimerCapacity,
+		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
+	fs.IntVar(&r.MaxHeldPerPartition, "max-held-per-partition", env("max-held-per-partition"), router.DefaultMaxHeldPerPartition,
+		"records a partition holds waiting out their tier before it is paused")
+	var fetchBytes int
+	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), router.DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")
+	fs.DurationVar(&r.CommitInterval, "commit-interval", env("commit-interval"), router.DefaultCommitInterval, "how often offsets are committed")
+	fs.DurationVar(&r.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), router.DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
+	fs.DurationVar(&r.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), router.DefaultShutdownTimeout, "bound on a graceful stop")
+	stop, err := parse(fs, args, stdout, &c.common, func() []error {
+		var errs []error
+		table, err := tiers.Parse(c.tiers)
+		if err != nil {
+			errs = append(errs, cli.Errorf("tiers", "%v", err))
+		}
+		r.Tiers = table
+		if fetchBytes < 1<<10 || fetchBytes > 1<<30 {
+			errs = append(errs, cli.Errorf("fetch-partition-bytes", "%d: want 1024 to 1073741824", fetchBytes))
+		}
+		r.FetchPartitionBytes = int32(fetchBytes)
+		if err == nil {
+			*r = r.WithDefaults()
+			errs = append(errs, r.Validate()...)
+		}
+		return errs
+	})
+	return &c, stop, err
+}
+
+// Router is the router service command.
+func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, stop, err := parseRouter(args, stdout, stderr)
+	if stop || err != nil {
+		return err
+	}
+	log := c.logger(stderr, "router")
+	opts, err := c.kgoOpts()
+	if err != nil {
+		return err
+	}
+	r := c.Router
+	specs := TopicSpecs(r.Prefix, r.Tiers, []string{r.Target, r.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
+		return err
+	}
+	rt, err := router.New(r, router.Options{Kafka: opts, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("router starting", "tiers", r.Tiers.String(), "topics", r.Tiers.Topics(r.Prefix), "target", r.Target, "group", r.Group)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := rt.Run(gctx); err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, nil, log) })
+	err = g.Wait()
+	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))
+	return err
+}

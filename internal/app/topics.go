@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const topicsUsage = `hourglass topics creates the pipeline's topics, or checks them with --check.
+
+Topics: one delay topic per tier (<prefix>delay.<tier>), the cancel topic
+(<prefix>cancel), the outcomes topic (<prefix>outcomes) and the dead-letter
+topic (<prefix>dlq). Existing topics are never altered; where their partitions
+or configs differ from the recommended ones, the difference is reported and
+the command exits 1.
+
+Usage: hourglass topics [flags]
+
+Flags (each has an environment variable; flags win):
+`
+
+// Topics is the `hourglass topics` command.
+func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		kc          kafka.Config
+		rawTiers    string
+		prefix      string
+		partitions  int
+		replication int
+		check       bool
+	)
+	fs := cli.NewFlagSet("topics", topicsUsage)
+	fs.SetOutput(stderr)
+	kc.RegisterFlags(fs, "hourglass-topics")
+	fs.StringVar(&rawTiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
+	fs.StringVar(&prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.IntVar(&partitions, "partitions", env("partitions"), DefaultPartitions, "partitions of each topic")
+	fs.IntVar(&replication, "replication-factor", env("replication-factor"), -1, "replication factor; -1 uses the broker default")
+	fs.BoolVar(&check, "check", "", false, "only check: report missing and different topics, create nothing")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return UsageError{err}
+	}
+	errs := kc.Validate(fs)
+	table, err := tiers.Parse(rawTiers)
+	if err != nil {
+		errs = append(errs, cli.Errorf("tiers", "%v", err))
+	}
+	if partitions < 1 {
+		errs = append(errs, cli.Errorf("partitions", "%d: must be at least 1", partitions))
+	}
+	if replication == 0 || replication < -1 {
+		errs = append(errs, cli.Errorf("replication-factor", "%d: want -1 or at least 1", replication))
+	}
+	if err := fs.Explain(errs); err != nil {
+		return UsageError{err}
+	}
+	opts, err := kc.Opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	specs := TopicSpecs(prefix, table, nil, int32(partitions), int16(replication))
+	st, err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), specs, !check)
+	if err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	kafka.FormatStatus(stdout, st)
+	for _, s := range st {
+		if !s.OK() {
+			return errors.New("some topics are missing or differ from the recommended settings")
+		}
+	}
+	return nil
+}

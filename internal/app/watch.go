@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/outcome"
+)
+
+// tally collects outcome events: per task how often it was closed, and the
+// lateness of each first close, as the canceller measured it.
+type tally struct {
+	mu       sync.Mutex
+	seen     map[string]int
+	outcomes map[string]int // outcome -> first events
+	late     []int64        // ms, first event per task
+	early    int
+	dups     int
+	invalid  int
+	onEvent  func(outcome.Event, bool) // optional; called with first=true once per task
+}
+
+func newTally() *tally {
+	return &tally{seen: make(map[string]int), outcomes: make(map[string]int)}
+}
+
+func (t *tally) add(ev outcome.Event) {
+	t.mu.Lock()
+	t.seen[ev.TaskID]++
+	first := t.seen[ev.TaskID] == 1
+	if first {
+		t.outcomes[ev.Outcome]++
+		t.late = append(t.late, ev.LatenessMs)
+	} else {
+		t.dups++
+	}
+	if ev.ClosedMs < ev.DueMs {
+		t.early++
+	}
+	fn := t.onEvent
+	t.mu.Unlock()
+	if fn != nil {
+		fn(ev, first)
+	}
+}
+
+// watchOutcomes consumes the outcomes topic from the start into t until ctx
+// is canceled.
+func watchOutcomes(ctx context.Context, opts []kgo.Opt, topic string, t *tally) error {
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			ev, err := outcome.Unmarshal(r.Value)
+			if err != nil {
+				t.mu.Lock()
+				t.invalid++
+				t.mu.Unlock()
+				return
+			}
+			t.add(ev)
+		})
+	}
+}
+
+// snapshot is a consistent view of a tally.
+type snapshot struct {
+	Tasks, Duplicates, Early int
+	Outcomes                 map[string]int
+	Late                     percentiles
+}
+
+type percentiles struct {
+	P50  int64 `json:"p50"`
+	P90  int64 `json:"p90"`
+	P99  int64 `json:"p99"`
+	P999 int64 `json:"p999"`
+	Max  int64 `json:"max"`
+}
+
+func (t *tally) snapshot() snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := snapshot{Tasks: len(t.seen), Duplicates: t.dups, Early: t.early, Outcomes: make(map[string]int, len(t.outcomes))}
+	for k, v := range t.outcomes {
+		s.Outcomes[k] = v
+	}
+	s.Late = percentilesOf(t.late)
+	return s
+}
+
+// percentilesOf returns nearest-rank percentiles of vs (which it sorts).
+func percentilesOf(vs []int64) percentiles {
+	if len(vs) == 0 {
+		return percentiles{}
+	}
+	slices.Sort(vs)
+	at := func(q float64) int64 {
+		i := int(math.Ceil(q*float64(len(vs)))) - 1
+		return vs[max(0, min(i, len(vs)-1))]
+	}
+	return percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), P999: at(0.999), Max: vs[len(vs)-1]}
+}
