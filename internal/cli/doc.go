@@ -1,0 +1,16 @@
+// Package cli builds command-line flag sets whose flags each fall back to an
+// environment variable.
+//
+// Precedence is flag, then environment, then default: a flag given on the
+// command line always wins; otherwise a non-empty environment variable is
+// used; otherwise the flag keeps the default it was registered with. An
+// environment variable that is set but empty counts as unset, so a Helm chart
+// or a shell script can leave a variable blank to mean "use the default".
+//
+// Both -flag and --flag spellings are accepted. Errors name where a bad value
+// came from: `--max-delay: "abc" is not a duration` for a flag, and
+// `HOURGLASS_MAX_DELAY (--max-delay): "abc" is not a duration` for an
+// environment variable. [FlagSet.Name] gives the same kind of name for use in
+// a command's own validation messages, and [FlagSet.PrintConfig] shows every
+// effective value with where it came from, masking secrets.
+package cli

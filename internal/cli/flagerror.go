@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// FlagError is a configuration problem with one flag. Config validators
+// return it so that the command can name the flag and its environment
+// variable.
+type FlagError struct {
+	Flag string
+	Err  error
+}
+
+// Errorf returns a *FlagError for flag.
+func Errorf(flag, format string, args ...any) error {
+	return &FlagError{Flag: flag, Err: fmt.Errorf(format, args...)}
+}
+
+func (e *FlagError) Error() string { return "--" + e.Flag + ": " + e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// Explain joins errs into one error, one line each, naming each *FlagError's
+// flag with its environment variable as registered on f. It returns nil for
+// no errors.
+func (f *FlagSet) Explain(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]error, len(errs))
+	for i, err := range errs {
+		var fe *FlagError
+		if errors.As(err, &fe) {
+			err = fmt.Errorf("%s: %w", f.Name(fe.Flag), fe.Err)
+		}
+		out[i] = err
+	}
+	return errors.Join(out...)
+}
