@@ -1,9 +1,461 @@
 package app
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
+const benchUsage = `hourglass bench drives the real pipeline on an embedded broker and prints one
+JSON line with what it measured.
+
+It starts an embedded Kafka broker (kfake) on 127.0.0.1 in this process, runs
+the router and the canceller as child processes (this binary's "router" and
+"canceller" commands, log closer), schedules --orders at --rate, and reads
+every outcome event back. Lateness is the canceller's close time minus the
+due time. Progress goes to stderr, the JSON line to stdout.
+
+Workloads (--delays): a duration ("5s": every order due that long after it is
+scheduled), or "mix": 50% exactly 5s, 30% uniform 2s-20s, 20% exactly 30s.
+
+With --pending-steps the bench measures memory instead: it schedules orders
+due far ahead (--pending-delay) and samples the router's RSS as the pending
+deadlines reach each step.
+
+Usage: hourglass bench [flags]
+
+Flags:
+`
+
+type benchConfig struct {
+	orders       int
+	rate         int
+	delays       string
+	tiers        tiers.Table
+	partitions   int
+	timeout      time.Duration
+	pendingSteps []int
+	pendingDelay time.Duration
+	routerArgs   []string
+}
+
+func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
+	var (
+		c        benchConfig
+		rawTiers string
+		steps    []string
+	)
+	fs := cli.NewFlagSet("bench", benchUsage)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.orders, "orders", "", 200_000, "orders to schedule")
+	fs.IntVar(&c.rate, "rate", "", 10_000, "orders scheduled per second")
+	fs.StringVar(&c.delays, "delays", "", "mix", "workload: mix, or a duration such as 5s")
+	fs.StringVar(&rawTiers, "tiers", "", "", "delay tiers (default 1s,2s,5s,10s,30s; 1m,5m,30m with --pending-steps)")
+	fs.IntVar(&c.partitions, "partitions", "", 6, "partitions per topic")
+	fs.DurationVar(&c.timeout, "timeout", "", 10*time.Minute, "give up (and report what is lost) after this long")
+	fs.StringsVar(&steps, "pending-steps", "", nil, "memory mode: pending deadline counts at which to sample the router's RSS, e.g. 10000,100000,1000000")
+	fs.DurationVar(&c.pendingDelay, "pending-delay", "", 45*time.Minute, "memory mode: how far ahead the pending orders are due")
+	fs.StringsVar(&c.routerArgs, "router-args", "", nil, "extra router flags, comma-separated (e.g. --max-held-per-partition=200)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, UsageError{err}
+	}
+	var errs []error
+	if rawTiers == "" {
+		rawTiers = "1s,2s,5s,10s,30s"
+		if len(steps) > 0 {
+			rawTiers = tiers.DefaultTiers
+		}
+	}
+	table, err := tiers.Parse(rawTiers)
+	if err != nil {
+		errs = append(errs, cli.Errorf("tiers", "%v", err))
+	}
+	c.tiers = table
+	if c.orders < 1 || c.orders > 10_000_000 {
+		errs = append(errs, cli.Errorf("orders", "%d: want 1 to 10000000", c.orders))
+	}
+	if c.rate < 1 || c.rate > 1_000_000 {
+		errs = append(errs, cli.Errorf("rate", "%d: want 1 to 1000000", c.rate))
+	}
+	if _, err := newWorkload(c.delays); err != nil {
+		errs = append(errs, cli.Errorf("delays", "%v", err))
+	}
+	if c.partitions < 1 || c.partitions > 1000 {
+		errs = append(errs, cli.Errorf("partitions", "%d: want 1 to 1000", c.partitions))
+	}
+	for _, s := range steps {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10_000_000 || (len(c.pendingSteps) > 0 && n <= c.pendingSteps[len(c.pendingSteps)-1]) {
+			errs = append(errs, cli.Errorf("pending-steps", "%q: want increasing counts from 1 to 10000000", s))
+			break
+		}
+		c.pendingSteps = append(c.pendingSteps, n)
+	}
+	if c.timeout <= 0 {
+		errs = append(errs, cli.Errorf("timeout", "must be positive"))
+	}
+	if err := fs.Explain(errs); err != nil {
+		return nil, UsageError{err}
+	}
+	return &c, nil
+}
+
+// workload draws order delays.
+type workload func(r *rand.Rand) time.Duration
+
+func newWorkload(s string) (workload, error) {
+	if s == "mix" {
+		return func(r *rand.Rand) time.Duration {
+			switch x := r.Float64(); {
+			case x < 0.5:
+				return 5 * time.Second
+			case x < 0.8:
+				return 2*time.Second + time.Duration(r.Int64N(int64(18*time.Second)+1))
+			default:
+				return 30 * time.Second
+			}
+		}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > 24*time.Hour {
+		return nil, fmt.Errorf("%q: want mix or a duration from 0 to 24h", s)
+	}
+	return func(*rand.Rand) time.Duration { return d }, nil
+}
+
+// benchResult is the JSON line of a throughput run.
+type benchResult struct {
+	Orders          int         `json:"orders"`
+	Rate            int         `json:"rate_target"`
+	Delays          string      `json:"delays"`
+	Tiers           string      `json:"tiers"`
+	Partitions      int         `json:"partitions"`
+	Fired           int         `json:"fired"`
+	Lost            int         `json:"lost"`
+	Duplicates      int         `json:"duplicates"`
+	Early           int         `json:"early"`
+	LatenessMs      percentiles `json:"lateness_ms"`
+	ScheduleRate    float64     `json:"schedule_rate"`
+	FireRate        float64     `json:"fire_rate"`
+	RouterPeakRSS   float64     `json:"router_peak_rss_mb"`
+	CancellerPeak   float64     `json:"canceller_peak_rss_mb"`
+	RouterCPU       float64     `json:"router_cpu_s"`
+	CancellerCPU    float64     `json:"canceller_cpu_s"`
+	DurationSeconds float64     `json:"duration_s"`
+}
+
 // Bench is the `hourglass bench` command.
-func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error { return nil }
+func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseBench(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	broker, addr, err := startBroker("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
+	if err := createTopics(ctx, seed, tiers.DefaultPrefix, c.tiers, c.partitions); err != nil {
+		return err
+	}
+	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false", "--session-timeout", "6s"}
+	rt, err := spawn(ctx, stderr, append(append([]string{"router", "--tiers", c.tiers.String()}, common...), c.routerArgs...)...)
+	if err != nil {
+		return err
+	}
+	defer rt.stop()
+	cn, err := spawn(ctx, stderr, append([]string{"canceller"}, common...)...)
+	if err != nil {
+		return err
+	}
+	defer cn.stop()
+	if err := waitGroups(ctx, broker); err != nil {
+		return err
+	}
+	prod, err := kgo.NewClient(append(seed, kgo.MaxBufferedRecords(100_000))...)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	s, err := tiers.NewScheduler(prod, c.tiers)
+	if err != nil {
+		return err
+	}
+	if len(c.pendingSteps) > 0 {
+		return benchMemory(ctx, c, s, prod, rt, stdout, stderr)
+	}
+
+	t := newTally()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var firstFire, lastFire time.Time
+	t.onEvent = func(_ outcome.Event, first bool) {
+		if first {
+			now := time.Now()
+			if firstFire.IsZero() {
+				firstFire = now
+			}
+			lastFire = now
+		}
+	}
+	go watchOutcomes(wctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)
+
+	start := time.Now()
+	wl, _ := newWorkload(c.delays)
+	rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), 1))
+	var maxDelay time.Duration
+	produced, err := pace(ctx, c.orders, c.rate, stderr, t, func(i int) {
+		d := wl(rng)
+		maxDelay = max(maxDelay, d)
+		s.ScheduleAsync(ctx, tiers.Task{ID: "bench-" + strconv.Itoa(i), Due: time.Now().Add(d)}, nil)
+	})
+	if err != nil {
+		return err
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return fmt.Errorf("bench: flush: %w", err)
+	}
+	scheduleTook := time.Since(start)
+
+	// Wait for every outcome, bounded by the last due time plus a drain.
+	drain := time.NewTimer(maxDelay + time.Minute)
+	defer drain.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-drain.C:
+			done = true
+		case <-tick.C:
+			snap := t.snapshot()
+			fmt.Fprintf(stderr, "bench: %5.0fs fired %d/%d, lateness p99 %d ms\n", time.Since(start).Seconds(), snap.Tasks, produced, snap.Late.P99)
+			done = snap.Tasks >= produced
+		}
+	}
+	snap := t.snapshot()
+	t.mu.Lock()
+	for _, ev := range t.lateSample {
+		fmt.Fprintf(stderr, "bench: late: %s due %d scheduled %d forwarded %+d closed %+d ms, path %s\n",
+			ev.TaskID, ev.DueMs, ev.ScheduledMs, ev.ForwardedMs-ev.DueMs, ev.ClosedMs-ev.DueMs, ev.Path)
+	}
+	t.mu.Unlock()
+	res := benchResult{
+		Orders: c.orders, Rate: c.rate, Delays: c.delays, Tiers: c.tiers.String(), Partitions: c.partitions,
+		Fired: snap.Tasks, Lost: produced - snap.Tasks, Duplicates: snap.Duplicates, Early: snap.Early,
+		LatenessMs:    snap.Late,
+		ScheduleRate:  round(float64(produced) / scheduleTook.Seconds()),
+		RouterPeakRSS: rt.peakRSS(), CancellerPeak: cn.peakRSS(),
+		RouterCPU: rt.cpu(), CancellerCPU: cn.cpu(),
+		DurationSeconds: round(time.Since(start).Seconds()),
+	}
+	if span := lastFire.Sub(firstFire).Seconds(); span > 0 {
+		res.FireRate = round(float64(snap.Tasks) / span)
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// pace calls schedule(i) for i in [0, n) at rate per second, printing
+// progress every second, and returns how many it scheduled.
+func pace(ctx context.Context, n, rate int, stderr io.Writer, t *tally, schedule func(i int)) (int, error) {
+	start := time.Now()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	lastReport := start
+	i := 0
+	for i < n {
+		select {
+		case <-ctx.Done():
+			return i, fmt.Errorf("bench: %w after scheduling %d orders", ctx.Err(), i)
+		case now := <-tick.C:
+			want := min(n, int(now.Sub(start).Seconds()*float64(rate))+1)
+			for ; i < want; i++ {
+				schedule(i)
+			}
+			if now.Sub(lastReport) >= time.Second {
+				lastReport = now
+				if t != nil {
+					snap := t.snapshot()
+					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d, fired %d, lateness p99 %d ms\n", now.Sub(start).Seconds(), i, n, snap.Tasks, snap.Late.P99)
+				} else {
+					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d\n", now.Sub(start).Seconds(), i, n)
+				}
+			}
+		}
+	}
+	return i, nil
+}
+
+// memoryStep is one sample of the memory run.
+type memoryStep struct {
+	Pending   int     `json:"pending"`
+	RouterRSS float64 `json:"router_rss_mb"`
+}
+
+// benchMemory schedules orders due far ahead and samples the router's RSS as
+// the pending count passes each step.
+func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *kgo.Client, rt *child, stdout, stderr io.Writer) error {
+	var steps []memoryStep
+	scheduled := 0
+	due := time.Now().Add(c.pendingDelay)
+	for _, step := range c.pendingSteps {
+		n, err := pace(ctx, step-scheduled, c.rate, stderr, nil, func(i int) {
+			s.ScheduleAsync(ctx, tiers.Task{ID: "pending-" + strconv.Itoa(scheduled+i), Due: due}, nil)
+		})
+		scheduled += n
+		if err != nil {
+			return err
+		}
+		if err := prod.Flush(ctx); err != nil {
+			return fmt.Errorf("bench: flush: %w", err)
+		}
+		// Let the router fetch and pause; then take the median of a few
+		// samples, to not report a GC cycle's peak or trough.
+		settle := time.NewTimer(5 * time.Second)
+		select {
+		case <-ctx.Done():
+			settle.Stop()
+			return ctx.Err()
+		case <-settle.C:
+		}
+		var samples []int64
+		for range 5 {
+			samples = append(samples, int64(rt.rss()*1000))
+			t := time.NewTimer(200 * time.Millisecond)
+			<-t.C
+		}
+		steps = append(steps, memoryStep{Pending: scheduled, RouterRSS: float64(percentilesOf(samples).P50) / 1000})
+		fmt.Fprintf(stderr, "bench: %d pending, router RSS %.1f MB\n", scheduled, steps[len(steps)-1].RouterRSS)
+	}
+	return json.NewEncoder(stdout).Encode(struct {
+		Mode      string       `json:"mode"`
+		Tiers     string       `json:"tiers"`
+		Delay     string       `json:"pending_delay"`
+		Steps     []memoryStep `json:"steps"`
+		GrowthMB  float64      `json:"router_rss_growth_mb"`
+		PeakRSSMB float64      `json:"router_peak_rss_mb"`
+	}{"memory", c.tiers.String(), c.pendingDelay.String(), steps, round(steps[len(steps)-1].RouterRSS - steps[0].RouterRSS), rt.peakRSS()})
+}
+
+func waitGroups(ctx context.Context, broker *kfake.Cluster) error {
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, g := range []string{router.DefaultGroup, canceller.DefaultGroup} {
+		if _, err := broker.WaitGroupStable(wctx, g, 1); err != nil {
+			return fmt.Errorf("bench: group %s did not form: %w", g, err)
+		}
+	}
+	return nil
+}
+
+func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+// child is a service run as a process of this binary.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	hwm  float64 // last VmHWM read, MB
+}
+
+func spawn(ctx context.Context, stderr io.Writer, args ...string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start %s: %w", args[0], err)
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(c.done) }()
+	return c, nil
+}
+
+// stop sends SIGTERM and waits, then kills after a grace period.
+func (c *child) stop() {
+	c.peakRSS()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// status reads a "Vm...:" line of /proc/<pid>/status in MB.
+func (c *child) status(key string) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return round(kb / 1024)
+		}
+	}
+	return 0
+}
+
+func (c *child) rss() float64 { return c.status("VmRSS") }
+
+func (c *child) peakRSS() float64 {
+	if v := c.status("VmHWM"); v > 0 {
+		c.hwm = v
+	}
+	return c.hwm
+}
+
+// cpu returns the user+system CPU seconds of the process so far.
+func (c *child) cpu() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are fields 14 and 15 of the line, 12 and 13 after ")".
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return round((ut + st) / 100) // clock ticks; 100 per second on Linux
+}

@@ -22,10 +22,15 @@ type tally struct {
 	dups     int
 	invalid  int
 	onEvent  func(outcome.Event, bool) // optional; called with first=true once per task
+	// lateSample keeps the first events later than lateSampleMs, to show
+	// where lateness comes from.
+	lateSample []outcome.Event
 }
 
+const lateSampleMs = 100
+
 func newTally() *tally {
-	return &tally{seen: make(map[string]int), outcomes: make(map[string]int)}
+	return &tally{seen: make(map[string]int), outcomes: make(map[string]int), lateSample: make([]outcome.Event, 0, 10)}
 }
 
 func (t *tally) add(ev outcome.Event) {
@@ -35,6 +40,9 @@ func (t *tally) add(ev outcome.Event) {
 	if first {
 		t.outcomes[ev.Outcome]++
 		t.late = append(t.late, ev.LatenessMs)
+		if ev.LatenessMs > lateSampleMs && len(t.lateSample) < cap(t.lateSample) {
+			t.lateSample = append(t.lateSample, ev)
+		}
 	} else {
 		t.dups++
 	}

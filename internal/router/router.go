@@ -136,6 +136,10 @@ func New(cfg Config, o Options) (*Router, error) {
 		// deadline's lateness. Records still batch while a produce request
 		// is in flight.
 		kgo.ProducerLinger(0),
+		// A resumed partition is fetched only when the fetch in flight
+		// returns; with every other partition paused or idle that takes
+		// FetchMaxWait (kgo's default is 5s), so keep it short.
+		kgo.FetchMaxWait(100*time.Millisecond),
 		// Produces are acknowledged by all in-sync replicas, idempotent and
 		// retried without limit while the error is retriable (kgo's
 		// defaults): a broker outage stalls the router, it does not turn
@@ -370,7 +374,7 @@ func (r *Router) fire(now time.Time) {
 		case remaining < r.cfg.Tiers.Smallest():
 			r.hold(e)
 		default:
-			r.hop(e, r.cfg.Tiers.For(remaining), now)
+			r.hop(e, r.cfg.Tiers.Pick(remaining), now)
 		}
 		if p.paused && len(p.queue) <= r.cfg.MaxHeldPerPartition/2 {
 			p.paused = false

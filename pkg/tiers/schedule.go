@@ -74,7 +74,8 @@ func (s *Scheduler) Record(t Task) (*kgo.Record, error) {
 }
 
 // BuildRecord builds the record that schedules t at time now with the given
-// prefix and tier table; Scheduler.Record uses it.
+// prefix and tier table: its topic is the delay topic of table.Pick(t.Due -
+// now). Scheduler.Record uses it.
 func BuildRecord(prefix string, table Table, now time.Time, t Task) (*kgo.Record, error) {
 	switch {
 	case t.ID == "":
@@ -111,7 +112,7 @@ func BuildRecord(prefix string, table Table, now time.Time, t Task) (*kgo.Record
 		hs = append(hs, h)
 	}
 	return &kgo.Record{
-		Topic:     Topic(prefix, table.For(t.Due.Sub(now))),
+		Topic:     Topic(prefix, table.Pick(t.Due.Sub(now))),
 		Key:       []byte(t.ID),
 		Value:     t.Payload,
 		Headers:   hs,

@@ -109,6 +109,19 @@ func (t Table) For(delay time.Duration) time.Duration {
 	}
 }
 
+// Tolerance is how far short of a tier a delay may fall and still be
+// scheduled (or hopped) into that tier. A delay computed as "now + 30m" a
+// moment before the record is built is 29m59.999s by then; without the
+// tolerance it would go to the next smaller tier and hop back up through
+// every tier below. A record is never early for it: it becomes ready at its
+// due time or when its tier wait ends, whichever comes first. The cost is at
+// most Tolerance of waiting behind a neighbour whose tier wait ends later.
+const Tolerance = 10 * time.Millisecond
+
+// Pick returns the tier a record with delay left goes to: For(delay +
+// Tolerance).
+func (t Table) Pick(delay time.Duration) time.Duration { return t.For(delay + Tolerance) }
+
 // Contains reports whether d is one of the tiers.
 func (t Table) Contains(d time.Duration) bool {
 	_, found := slices.BinarySearch(t.ds, d)
