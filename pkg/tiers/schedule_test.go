@@ -77,7 +77,8 @@ func TestBuildRecordTopic(t *testing.T) {
 		{name: "due now", prefix: DefaultPrefix, table: DefaultTable(), due: testNow, want: "hourglass.delay.1m"},
 		{name: "below smallest", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(20 * time.Second), want: "hourglass.delay.1m"},
 		{name: "smallest", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(time.Minute), want: "hourglass.delay.1m"},
-		{name: "just below 5m", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5*time.Minute - time.Millisecond), want: "hourglass.delay.1m"},
+		{name: "below 5m by more than the tolerance", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5*time.Minute - Tolerance - time.Millisecond), want: "hourglass.delay.1m"},
+		{name: "below 5m within the tolerance", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5*time.Minute - time.Millisecond), want: "hourglass.delay.5m"},
 		{name: "5m", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5 * time.Minute), want: "hourglass.delay.5m"},
 		{name: "29m59s", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(29*time.Minute + 59*time.Second), want: "hourglass.delay.5m"},
 		{name: "30m", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(30 * time.Minute), want: "hourglass.delay.30m"},
@@ -85,7 +86,7 @@ func TestBuildRecordTopic(t *testing.T) {
 		{name: "year 9999", prefix: DefaultPrefix, table: DefaultTable(), due: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), want: "hourglass.delay.30m"},
 		{name: "other prefix", prefix: "shop.", table: DefaultTable(), due: testNow.Add(6 * time.Minute), want: "shop.delay.5m"},
 		{name: "short tiers, below", prefix: DefaultPrefix, table: short, due: testNow.Add(100 * time.Millisecond), want: "hourglass.delay.500ms"},
-		{name: "short tiers, between", prefix: DefaultPrefix, table: short, due: testNow.Add(1999 * time.Millisecond), want: "hourglass.delay.500ms"},
+		{name: "short tiers, between", prefix: DefaultPrefix, table: short, due: testNow.Add(1900 * time.Millisecond), want: "hourglass.delay.500ms"},
 		{name: "short tiers, above", prefix: DefaultPrefix, table: short, due: testNow.Add(time.Minute), want: "hourglass.delay.2s"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package tiers
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -120,7 +121,12 @@ const Tolerance = 10 * time.Millisecond
 
 // Pick returns the tier a record with delay left goes to: For(delay +
 // Tolerance).
-func (t Table) Pick(delay time.Duration) time.Duration { return t.For(delay + Tolerance) }
+func (t Table) Pick(delay time.Duration) time.Duration {
+	if delay > math.MaxInt64-Tolerance {
+		return t.Largest()
+	}
+	return t.For(delay + Tolerance)
+}
 
 // Contains reports whether d is one of the tiers.
 func (t Table) Contains(d time.Duration) bool {

@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -402,6 +403,26 @@ func TestValidTopic(t *testing.T) {
 			t.Errorf("%s: ValidTopic(%q) = nil, want an error containing %q", tt.name, tt.in, tt.wantErr)
 		case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
 			t.Errorf("%s: ValidTopic(%q) = %q, want it to contain %q", tt.name, tt.in, err, tt.wantErr)
+		}
+	}
+}
+
+func TestTablePick(t *testing.T) {
+	table := DefaultTable()
+	tests := []struct {
+		name  string
+		delay time.Duration
+		want  time.Duration
+	}{
+		{"exact tier", 5 * time.Minute, 5 * time.Minute},
+		{"within the tolerance below", 5*time.Minute - Tolerance, 5 * time.Minute},
+		{"beyond the tolerance below", 5*time.Minute - Tolerance - time.Nanosecond, time.Minute},
+		{"negative", -time.Hour, time.Minute},
+		{"saturated", math.MaxInt64, 30 * time.Minute},
+	}
+	for _, tt := range tests {
+		if got := table.Pick(tt.delay); got != tt.want {
+			t.Errorf("%s: Pick(%v) = %v, want %v", tt.name, tt.delay, got, tt.want)
 		}
 	}
 }
