@@ -283,7 +283,13 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if span := lastFire.Sub(firstFire).Seconds(); span > 0 {
 		res.FireRate = round(float64(snap.Tasks) / span)
 	}
-	return json.NewEncoder(stdout).Encode(res)
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		return err
+	}
+	if res.Lost > 0 || res.Early > 0 {
+		return fmt.Errorf("bench: %d orders lost, %d fired early", res.Lost, res.Early)
+	}
+	return nil
 }
 
 // pace calls schedule(i) for i in [0, n) at rate per second, printing

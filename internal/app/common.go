@@ -46,7 +46,7 @@ func env(flag string) string {
 func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	c.Kafka.RegisterFlags(fs, name)
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
-		"`address` of the HTTP server for /healthz, /readyz and /metrics; empty disables it")
+		"`address` of the HTTP server for /healthz and /readyz; empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format"), "text", "log `format`: text or json")
 	fs.BoolVar(&c.CheckConfig, "check-config", env("check-config"), false,

@@ -1,0 +1,50 @@
+# Hourglass. `make help` lists the targets.
+GO ?= go
+BIN := bin
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: ## run the whole pipeline on an embedded broker with demo orders
+	$(GO) run ./cmd/hourglass demo
+
+.PHONY: serve
+serve: ## like demo, then keep the pipeline running as a local broker (127.0.0.1:9092)
+	$(GO) run ./cmd/hourglass demo --serve
+
+.PHONY: test
+test: ## run every test (installs what is missing first)
+	scripts/test.sh
+
+.PHONY: build
+build: ## build router, canceller and hourglass into bin/
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+.PHONY: fuzz
+fuzz: ## fuzz the record header decoder for a minute
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./pkg/tiers
+
+.PHONY: bench
+bench: build ## pipeline benchmark: 200,000 mixed-delay orders at 10,000/s (ORDERS=, RATE=, DELAYS=)
+	$(BIN)/hourglass bench --orders $(or $(ORDERS),200000) --rate $(or $(RATE),10000) --delays $(or $(DELAYS),mix)
+
+.PHONY: bench-memory
+bench-memory: build ## router RSS while pending deadlines grow from 10,000 to 1,000,000
+	$(BIN)/hourglass bench --pending-steps 10000,100000,1000000 --rate 50000
+
+.PHONY: ci
+ci: ## what CI runs
+	.ci/run
+
+.PHONY: clean
+clean: ## remove build output
+	rm -rf $(BIN)

