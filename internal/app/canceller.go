@@ -95,7 +95,7 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, nil, log) })
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, c.Pprof, log) })
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))
 	return err

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ type common struct {
 	Partitions     int
 	Replication    int
 	SessionTimeout time.Duration
+	Pprof          bool
 }
 
 func env(flag string) string {
@@ -57,6 +59,7 @@ func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 		"partitions of topics created at start")
 	fs.IntVar(&c.Replication, "replication-factor", env("replication-factor"), -1,
 		"replication factor of topics created at start; -1 uses the broker default")
+	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
 		"consumer group session timeout: how long a crashed instance keeps its partitions")
 }
@@ -193,14 +196,17 @@ func TopicSpecs(prefix string, table tiers.Table, extra []string, partitions int
 }
 
 // serveHTTP serves /healthz (the process is up), /readyz (ready() is true)
-// and mux's other handlers on addr until ctx is canceled.
-func serveHTTP(ctx context.Context, addr string, ready func() bool, mux *http.ServeMux, log *slog.Logger) error {
+// and, with pprofOn, Go's profiles on addr until ctx is canceled.
+func serveHTTP(ctx context.Context, addr string, ready func() bool, pprofOn bool, log *slog.Logger) error {
 	if addr == "" {
 		<-ctx.Done()
 		return nil
 	}
-	if mux == nil {
-		mux = http.NewServeMux()
+	mux := http.NewServeMux()
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

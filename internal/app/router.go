@@ -101,7 +101,7 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, nil, log) })
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, c.Pprof, log) })
 	err = g.Wait()
 	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))
 	return err

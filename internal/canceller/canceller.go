@@ -198,6 +198,9 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
 	res, err := c.closer.Close(cctx, task)
 	cancel()
+	if err == nil && res.Outcome == "" {
+		err = closer.Permanent(errors.New("closer returned no outcome"))
+	}
 	now := c.clock.Now()
 	ev := outcome.Event{
 		V: outcome.Version, TaskID: task.ID, Kind: task.Kind, Outcome: string(res.Outcome), Detail: res.Detail,
