@@ -1,0 +1,231 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+var seeds kgo.Opt
+
+func TestMain(m *testing.M) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
+	if err != nil {
+		panic(err)
+	}
+	seeds = kgo.SeedBrokers(c.ListenAddrs()...)
+	code := m.Run()
+	c.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			slog.Error("goroutines leaked", "err", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// bundle is a router on a fake clock with its own topics, and a client to
+// produce and read them.
+type bundle struct {
+	clock  *clock.Fake
+	router *Router
+	cfg    Config
+	cl     *kgo.Client
+	stop   func() error
+}
+
+func setup(t *testing.T, cfg Config) *bundle {
+	t.Helper()
+	prefix := "t" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."
+	cfg.Prefix, cfg.Group = prefix, prefix+"router"
+	cfg = cfg.WithDefaults()
+	fc := clock.NewFake(time.UnixMilli(1_800_000_000_000))
+	cl, err := kgo.NewClient(seeds, kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	// Create the topics before the router subscribes.
+	for _, topic := range append(cfg.Tiers.Topics(prefix), cfg.Target, cfg.DeadLetter) {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("0")}}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	r, err := New(cfg, Options{Kafka: []kgo.Opt{seeds}, Clock: fc, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	b := &bundle{clock: fc, router: r, cfg: cfg, cl: cl}
+	b.stop = func() error { cancel(); return <-done }
+	t.Cleanup(func() {
+		if err := b.stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("router: %v", err)
+		}
+	})
+	// The seed records (due at 0) are forwarded at once: wait for them, so
+	// the router is consuming every tier.
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded >= int64(cfg.Tiers.Len()) })
+	return b
+}
+
+// waitStats waits until cond holds for the router's counters, bounded.
+func (b *bundle) waitStats(t *testing.T, cond func(Stats) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond(b.router.Stats()) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out; stats %+v", b.router.Stats())
+		case <-tick.C:
+		}
+	}
+}
+
+// waitArmed waits until the router has armed its timer (it holds a record
+// that is not due), bounded.
+func (b *bundle) waitArmed(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	// The commit timer is always armed; the wake timer is the second one.
+	for b.clock.Armed() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("router never armed its timer; stats %+v", b.router.Stats())
+		case <-tick.C:
+		}
+	}
+}
+
+func (b *bundle) produce(t *testing.T, topic, key string, ts time.Time, due time.Time) {
+	t.Helper()
+	r := &kgo.Record{Topic: topic, Key: []byte(key), Timestamp: ts,
+		Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: tiers.FormatMillis(due)}}}
+	if err := b.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// read returns the records of topic with key, in order.
+func (b *bundle) read(t *testing.T, topic, key string, want int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: got %d records with key %s, want %d", topic, len(out), key, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Key) == key {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
+}
+
+// TestHoldHopForward follows one record through the tiers on a fake clock:
+// it hops when its tier wait ends, waits in the timer for the last stretch
+// and is forwarded at its due time, not before.
+func TestHoldHopForward(t *testing.T) {
+	table, _ := tiers.Parse("1s,5s,30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	due := t0.Add(37 * time.Second)
+	b.produce(t, tiers.Topic(b.cfg.Prefix, 30*time.Second), "order-1", t0, due)
+	b.waitArmed(t)
+	before := b.router.Stats()
+
+	b.clock.Advance(30*time.Second - time.Millisecond) // one ms before the tier wait ends
+	if s := b.router.Stats(); s.Hopped != before.Hopped || s.Forwarded != before.Forwarded {
+		t.Fatalf("acted before the tier wait ended: %+v", s)
+	}
+	b.clock.Advance(time.Millisecond) // 30s: 7s left -> the 5s tier
+	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+1 })
+	hop := b.read(t, tiers.Topic(b.cfg.Prefix, 5*time.Second), "order-1", 1)[0]
+	if v, _ := tiers.Header(hop.Headers, tiers.HeaderHops); string(v) != "1" {
+		t.Errorf("hops header %q, want 1", v)
+	}
+	if !hop.Timestamp.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("hop timestamp %v, want the router's clock %v", hop.Timestamp, t0.Add(30*time.Second))
+	}
+	b.waitArmed(t)
+
+	b.clock.Advance(5 * time.Second) // 35s: 2s left -> the 1s tier
+	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+2 })
+	b.waitArmed(t)
+	b.clock.Advance(time.Second) // 36s: 1s left, not less than the smallest tier -> 1s tier again
+	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+3 })
+	b.waitArmed(t)
+	b.clock.Advance(time.Second - time.Millisecond) // 1 ms before due
+	if s := b.router.Stats(); s.Forwarded != before.Forwarded {
+		t.Fatalf("forwarded early: %+v", s)
+	}
+	b.clock.Advance(time.Millisecond)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
+	out := b.read(t, b.cfg.Target, "order-1", 1)[0]
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(due)) {
+		t.Errorf("forwarded at %s, want the due time %d", v, due.UnixMilli())
+	}
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderPath); string(v) != "30s,5s,1s*2" {
+		t.Errorf("path %q, want 30s,5s,1s*2", v)
+	}
+}
+
+// TestShortDelayUsesTimer: a record due before its tier wait ends is held in
+// the timer and fires at its due time even behind a record that waits longer.
+func TestShortDelayUsesTimer(t *testing.T) {
+	table, _ := tiers.Parse("10s,1m")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	b.produce(t, topic, "long", t0, t0.Add(10*time.Second))
+	b.produce(t, topic, "short", t0, t0.Add(2*time.Second))
+	b.waitArmed(t)
+	before := b.router.Stats()
+	b.clock.Advance(2 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
+	b.read(t, b.cfg.Target, "short", 1)
+	b.clock.Advance(8 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+2 })
+	b.read(t, b.cfg.Target, "long", 1)
+}
+
+// TestPastDueFiresAtOnce: no clock movement is needed for a due time in the
+// past.
+func TestPastDueFiresAtOnce(t *testing.T) {
+	table, _ := tiers.Parse("1m")
+	b := setup(t, Config{Tiers: table})
+	before := b.router.Stats()
+	b.produce(t, tiers.Topic(b.cfg.Prefix, time.Minute), "late", b.clock.Now(), b.clock.Now().Add(-time.Hour))
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
+	b.read(t, b.cfg.Target, "late", 1)
+}
