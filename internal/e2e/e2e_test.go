@@ -2,95 +2,85 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"math/rand/v2"
-	"os"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/router"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-func TestSmoke(t *testing.T) {
-	table, _ := tiers.Parse("200ms,500ms,1s,2s")
-	topics := append(table.Topics("hourglass."), "hourglass.cancel", "hourglass.dlq", "hourglass.outcomes")
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rt, err := router.New(router.Config{Tiers: table}, router.Options{Kafka: []kgo.Opt{seeds}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestNeverEarlyNothingLost schedules orders with every kind of delay
+// through one router and one canceller and checks invariants 1 to 3 of
+// DESIGN.md: every order is closed exactly once, none before its due time,
+// with no duplicate (nothing crashed), and orders longer than the largest
+// tier really hop from tier to tier.
+func TestNeverEarlyNothingLost(t *testing.T) {
+	const (
+		n       = 3000
+		longest = 7 * time.Second
+	)
+	p := newPipe(t, "never", "200ms,500ms,1s,2s", 4)
 	store := &closer.Memory{}
-	cn, err := canceller.New(canceller.Config{}, canceller.Options{Kafka: []kgo.Opt{seeds}, Closer: store, Logger: log})
-	if err != nil {
+	rt := p.newRouter("router")
+	stopRouter := start(t, "router", rt.Run)
+	cn := p.newCanceller(store)
+	stopCanceller := start(t, "canceller", cn.Run)
+	col := p.collectOutcomes()
+
+	ctx, cancel := context.WithTimeout(context.Background(), longest+30*time.Second)
+	defer cancel()
+	orders := mixedOrders("never", p.table, n, longest)
+	begin := time.Now()
+	if err := p.schedule(ctx, store, orders, 10, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	rdone := make(chan error, 1)
-	cdone := make(chan error, 1)
-	go func() { rdone <- rt.Run(ctx) }()
-	go func() { cdone <- cn.Run(ctx) }()
-
-	prod, _ := kgo.NewClient(seeds)
-	defer prod.Close()
-	s, _ := tiers.NewScheduler(prod, table)
-	const n = 2000
-	now := time.Now()
-	due := map[string]int64{}
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("o%d", i)
-		d := time.Duration(rand.IntN(5000)-200) * time.Millisecond
-		store.Put(id, closer.StateUnpaid)
-		due[id] = now.Add(d).UnixMilli()
-		s.ScheduleAsync(ctx, tiers.Task{ID: id, Due: now.Add(d)}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	oc, _ := kgo.NewClient(seeds, kgo.ConsumeTopics("hourglass.outcomes"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	defer oc.Close()
-	seen := map[string]int{}
-	var maxLate int64
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, wcancel := allDue(ctx, orders, 15*time.Second)
 	defer wcancel()
-	for len(seen) < n && wctx.Err() == nil {
-		fs := oc.PollFetches(wctx)
-		fs.EachRecord(func(r *kgo.Record) {
-			ev, err := outcome.Unmarshal(r.Value)
-			if err != nil {
-				t.Fatal(err)
+	if err := waitFor(wctx, t, func() bool { return col.seen() >= n }); err != nil {
+		t.Fatalf("waiting for every order's outcome: %v; %s; router %+v, canceller %+v", err, missing(orders, col), rt.Stats(), cn.Stats())
+	}
+	took := time.Since(begin)
+	p.settle(ctx, col, stopRouter, stopCanceller)
+	v := p.checkOrders(orders, col, store)
+
+	// Nothing crashed and nothing rebalanced: no duplicate at all.
+	if v.dups != 0 {
+		t.Errorf("%d duplicate outcomes without a crash or rebalance, want 0", v.dups)
+	}
+	if st := rt.Stats(); st.Forwarded != n || st.DeadLettered != 0 {
+		t.Errorf("router forwarded %d and dead-lettered %d, want %d and 0", st.Forwarded, st.DeadLettered, n)
+	}
+
+	// What each kind of delay must have gone through.
+	smallest := tiers.Name(p.table.Smallest())
+	byClass := map[string]int{}
+	for _, o := range orders {
+		ev, ok := v.first[o.id]
+		if !ok {
+			continue // reported as lost
+		}
+		byClass[o.class]++
+		switch o.class {
+		case "past", "below-smallest":
+			// Produced to the smallest tier; fired at once or from the
+			// router's timer, without a hop.
+			if ev.Hops != 0 || ev.Path != smallest {
+				t.Errorf("%s (%s, delay %v): hops %d, path %q; want 0 and %q", o.id, o.class, o.delay, ev.Hops, ev.Path, smallest)
 			}
-			seen[ev.TaskID]++
-			if ev.ClosedMs < due[ev.TaskID] {
-				t.Errorf("%s closed early: %d < %d", ev.TaskID, ev.ClosedMs, due[ev.TaskID])
+		case "exact-tier":
+			// Waits out exactly its tier and is due then.
+			if want := tiers.Name(o.delay); ev.Hops != 0 || ev.Path != want {
+				t.Errorf("%s (%s, delay %v): hops %d, path %q; want 0 and %q", o.id, o.class, o.delay, ev.Hops, ev.Path, want)
 			}
-			maxLate = max(maxLate, ev.LatenessMs-max(0, now.UnixMilli()-due[ev.TaskID]))
-		})
+		case "beyond-largest":
+			// At least 2.75 times the largest tier: two full waits in it,
+			// then at least one shorter tier or the timer.
+			if largest := tiers.Name(p.table.Largest()); ev.Hops < 2 || !strings.HasPrefix(ev.Path, largest+"*") {
+				t.Errorf("%s (%s, delay %v): hops %d, path %q; want at least 2 hops, starting with %s*", o.id, o.class, o.delay, ev.Hops, ev.Path, largest)
+			}
+		}
 	}
-	t.Logf("seen %d/%d, max lateness %dms, router %+v, canceller %+v", len(seen), n, maxLate, rt.Stats(), cn.Stats())
-	if len(seen) != n {
-		t.Fatalf("lost %d", n-len(seen))
-	}
-	cancel()
-	if err := <-rdone; err != nil {
-		t.Error(err)
-	}
-	if err := <-cdone; err != nil {
-		t.Error(err)
-	}
+	t.Logf("%d orders closed in %v (%v); close lateness p50 %d ms, p99 %d ms, max %d ms; router %+v; canceller %+v",
+		len(v.first), took.Round(time.Millisecond), byClass, percentile(v.late, 0.5), percentile(v.late, 0.99), percentile(v.late, 1), rt.Stats(), cn.Stats())
 }

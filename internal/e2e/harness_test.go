@@ -1,0 +1,691 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/app"
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const (
+	// pollEvery is how often waitFor checks its condition.
+	pollEvery = 5 * time.Millisecond
+	// stopTimeout bounds a graceful stop of a service started by a test.
+	stopTimeout = 30 * time.Second
+	// sessionTimeout and heartbeat are the group settings of in-process
+	// services: what the service commands use for --session-timeout 3s.
+	sessionTimeout = 3 * time.Second
+	heartbeat      = time.Second
+)
+
+// pipes numbers the pipes of this process, so that a test run with -count=N
+// gets new topics and groups each time.
+var pipes atomic.Int64
+
+// pipe is one test's share of the broker: its own topics (prefix) and
+// consumer groups, a producer and an admin client.
+type pipe struct {
+	t      *testing.T
+	prefix string
+	table  tiers.Table
+	seeds  []kgo.Opt
+	prod   *kgo.Client
+	adm    *kadm.Client
+}
+
+// newPipe creates the topics of a pipeline with tiers tierList under a
+// prefix unique to this test, each with the given partitions and the
+// settings the services recommend (app.TopicSpecs).
+func newPipe(t *testing.T, name, tierList string, partitions int) *pipe {
+	t.Helper()
+	table, err := tiers.Parse(tierList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pipe{
+		t:      t,
+		prefix: fmt.Sprintf("%s-%d.", name, pipes.Add(1)),
+		table:  table,
+		seeds:  []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)},
+	}
+	p.prod, err = kgo.NewClient(p.seeds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.prod.Close)
+	p.adm = kadm.NewClient(p.prod)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range app.TopicSpecs(p.prefix, table, nil, int32(partitions), -1) {
+		configs := make(map[string]*string, len(s.Configs))
+		for k, v := range s.Configs {
+			configs[k] = &v
+		}
+		resp, err := p.adm.CreateTopic(ctx, s.Partitions, s.Replicas, configs, s.Name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatalf("create topic %s: %v", s.Name, err)
+		}
+	}
+	return p
+}
+
+func (p *pipe) delayTopic(tier time.Duration) string { return tiers.Topic(p.prefix, tier) }
+func (p *pipe) cancelTopic() string                  { return tiers.CancelTopic(p.prefix) }
+func (p *pipe) dlqTopic() string                     { return tiers.DeadLetterTopic(p.prefix) }
+func (p *pipe) outcomesTopic() string                { return tiers.OutcomesTopic(p.prefix) }
+func (p *pipe) routerGroup() string                  { return p.prefix + "router" }
+func (p *pipe) cancellerGroup() string               { return p.prefix + "canceller" }
+
+// kafkaOpts are the connection and group options of in-process services.
+func (p *pipe) kafkaOpts() []kgo.Opt {
+	return append(slices.Clone(p.seeds), kgo.SessionTimeout(sessionTimeout), kgo.HeartbeatInterval(heartbeat))
+}
+
+// newRouter returns an in-process router of this pipe's group.
+func (p *pipe) newRouter(name string) *router.Router {
+	p.t.Helper()
+	rt, err := router.New(router.Config{
+		Tiers:           p.table,
+		Prefix:          p.prefix,
+		Group:           p.routerGroup(),
+		ShutdownTimeout: 10 * time.Second,
+	}, router.Options{Kafka: p.kafkaOpts(), Logger: testLogger(p.t, name)})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return rt
+}
+
+// newCanceller returns an in-process canceller closing through store.
+func (p *pipe) newCanceller(store closer.Closer) *canceller.Canceller {
+	p.t.Helper()
+	cn, err := canceller.New(canceller.Config{
+		Prefix:          p.prefix,
+		Group:           p.cancellerGroup(),
+		ShutdownTimeout: 10 * time.Second,
+		Instance:        "e2e",
+	}, canceller.Options{Kafka: p.kafkaOpts(), Closer: store, Logger: testLogger(p.t, "canceller")})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return cn
+}
+
+// endOffsets returns the number of records in topic: the sum of its
+// partitions' end offsets (nothing is deleted and nothing is transactional,
+// so every offset is a record).
+func (p *pipe) endOffsets(ctx context.Context, topic string) (int64, error) {
+	offs, err := p.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var errs []error
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, o.Err)
+		}
+		n += o.Offset
+	})
+	return n, errors.Join(errs...)
+}
+
+// waitAssigned waits until the router group is stable with members members,
+// each owning at least one partition.
+func (p *pipe) waitAssigned(ctx context.Context, members int) error {
+	_, err := cluster.WaitGroupInfo(ctx, p.routerGroup(), func(g *kfake.GroupInfo) bool {
+		if g == nil || g.State != "Stable" || len(g.Members) != members {
+			return false
+		}
+		for i := range g.Members {
+			if g.Members[i].NumAssigned() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// start runs a router or canceller (run) in a goroutine until the returned
+// stop is called or the test ends; a run that returns by itself fails the
+// test. stop cancels run's context and returns what run returned, waiting
+// at most stopTimeout.
+func start(t *testing.T, name string, run func(context.Context) error) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx)
+		if ctx.Err() == nil {
+			t.Errorf("%s stopped by itself: %v", name, err)
+		}
+		done <- err
+	}()
+	var (
+		once sync.Once
+		err  error
+	)
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(stopTimeout):
+				err = fmt.Errorf("%s did not stop within %v", name, stopTimeout)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stop %s: %v", name, err)
+		}
+	})
+	return stop
+}
+
+// waitFor polls cond every pollEvery until it holds. It returns an error
+// when ctx ends first or when the test has already failed (a service
+// stopped, say), so that a broken run does not wait out its whole deadline.
+func waitFor(ctx context.Context, t *testing.T, cond func() bool) error {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for !cond() {
+		if t.Failed() {
+			return errors.New("the test failed meanwhile")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// testLogger logs warnings and errors of a service into the test log.
+func testLogger(t *testing.T, name string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("service", name)
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
+
+// collector reads the outcomes topic from the start, in the background.
+type collector struct {
+	mu     sync.Mutex
+	events map[string][]outcome.Event // by task id, in topic order
+	total  int
+	bad    []string // records that are not outcome events
+}
+
+func (p *pipe) collectOutcomes() *collector {
+	p.t.Helper()
+	c := &collector{events: make(map[string][]outcome.Event)}
+	cl, err := kgo.NewClient(append(slices.Clone(p.seeds),
+		kgo.ConsumeTopics(p.outcomesTopic()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil || fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				ev, err := outcome.Unmarshal(r.Value)
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if err != nil {
+					c.bad = append(c.bad, fmt.Sprintf("%s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err))
+					return
+				}
+				c.events[ev.TaskID] = append(c.events[ev.TaskID], ev)
+				c.total++
+			})
+		}
+	}()
+	p.t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	return c
+}
+
+// seen returns how many distinct tasks have an outcome.
+func (c *collector) seen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.events)
+}
+
+// count returns how many outcome events were read.
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total
+}
+
+// order is one scheduled deadline.
+type order struct {
+	id    string
+	class string        // what kind of delay, for messages
+	delay time.Duration // due this long after it was produced
+	due   time.Time     // set when produced
+	sent  time.Time     // when it was produced
+}
+
+// schedule produces orders in batches, the first at once and the next
+// every interval, like a service creating orders. Each order is due its
+// delay after the moment it is built, so that an order whose delay equals
+// a tier lands in that tier's topic. The record is built exactly as
+// tiers.Scheduler builds it (tiers.BuildRecord). Every order is put into
+// store as unpaid first. schedule returns when every record is
+// acknowledged.
+func (p *pipe) schedule(ctx context.Context, store *closer.Memory, orders []*order, batches int, interval time.Duration) error {
+	per := (len(orders) + batches - 1) / batches
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	for i := 0; i < len(orders); i += per {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+		}
+		for _, o := range orders[i:min(i+per, len(orders))] {
+			store.Put(o.id, closer.StateUnpaid)
+			now := time.Now()
+			o.sent, o.due = now, now.Add(o.delay)
+			rec, err := tiers.BuildRecord(p.prefix, p.table, now, tiers.Task{
+				ID: o.id, Due: o.due, Payload: fmt.Appendf(nil, `{"order":%q}`, o.id),
+			})
+			if err != nil {
+				return err
+			}
+			p.prod.Produce(ctx, rec, func(r *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpOr(firstErr, fmt.Errorf("schedule %s to %s: %w", r.Key, r.Topic, err))
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	if err := p.prod.Flush(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return firstErr
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// mixedOrders returns n orders whose delays cycle through the cases the
+// router treats differently: already due, shorter than the smallest tier,
+// between tiers, exactly a tier, and longer than the largest tier (which
+// needs several hops). longest is the upper bound of the last case.
+func mixedOrders(name string, table tiers.Table, n int, longest time.Duration) []*order {
+	ds := table.Durations()
+	small, large := table.Smallest(), table.Largest()
+	orders := make([]*order, n)
+	for i := range orders {
+		o := &order{id: fmt.Sprintf("%s-%d", name, i)}
+		// Deterministic spread: i/10 walks through each case's range.
+		k := int64(i / 10)
+		switch i % 10 {
+		case 0:
+			o.class, o.delay = "past", -time.Duration(k%3000)*time.Millisecond
+		case 1:
+			o.class, o.delay = "below-smallest", 50*time.Millisecond
+		case 2:
+			o.class, o.delay = "below-smallest", time.Duration(1+k%int64(small/time.Millisecond-1))*time.Millisecond
+		case 3, 4:
+			// Strictly between two tiers, or between the largest tier and
+			// 2.5 times it.
+			lo, hi := ds[int(k)%len(ds)], large*5/2
+			if j := int(k)%len(ds) + 1; j < len(ds) {
+				hi = ds[j]
+			}
+			span := int64((hi - lo) / time.Millisecond)
+			o.class, o.delay = "between-tiers", lo+time.Duration(1+k*37%(span-1))*time.Millisecond
+		case 5:
+			o.class, o.delay = "exact-tier", ds[int(k)%len(ds)]
+		default:
+			// Longer than the largest tier: at least two full waits in it.
+			lo := large*11/4 + 100*time.Millisecond
+			span := int64((longest - lo) / time.Millisecond)
+			o.class, o.delay = "beyond-largest", lo+time.Duration(k*53%span)*time.Millisecond
+		}
+		orders[i] = o
+	}
+	return orders
+}
+
+// settle ends a run: it stops the routers, waits until the canceller has
+// written one outcome per record of the cancel topic, stops the canceller
+// and waits until the collector has read every outcome. After settle the
+// collector holds everything the run produced.
+func (p *pipe) settle(ctx context.Context, c *collector, stopRouters func() error, stopCanceller func() error) {
+	t := p.t
+	t.Helper()
+	if err := stopRouters(); err != nil {
+		t.Errorf("stop routers: %v", err)
+	}
+	cancels, err := p.endOffsets(ctx, p.cancelTopic())
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", p.cancelTopic(), err)
+	}
+	if err := waitFor(ctx, t, func() bool { return int64(c.count()) >= cancels }); err != nil {
+		t.Fatalf("waiting for an outcome for each of the %d cancel records (have %d): %v", cancels, c.count(), err)
+	}
+	if err := stopCanceller(); err != nil {
+		t.Errorf("stop canceller: %v", err)
+	}
+	events, err := p.endOffsets(ctx, p.outcomesTopic())
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", p.outcomesTopic(), err)
+	}
+	if err := waitFor(ctx, t, func() bool { return int64(c.count()) >= events }); err != nil {
+		t.Fatalf("waiting to read all %d outcome events (have %d): %v", events, c.count(), err)
+	}
+	if n := c.count(); int64(n) != cancels || int64(n) != events {
+		t.Errorf("%d outcome events read, %d in the outcomes topic, %d cancel records: want one event per cancel record", n, events, cancels)
+	}
+}
+
+// verdict is what checkOrders found.
+type verdict struct {
+	first  map[string]outcome.Event // each order's first outcome
+	dups   int                      // outcome events beyond the first per order
+	dupsBy map[string]int           // dups by order class
+	late   []int64                  // ms from max(due, sent) to the first close
+}
+
+// checkOrders checks the invariants for every order against the collected
+// outcomes and the store: nothing lost (an outcome for every order, and no
+// outcome for anything else), never early (forwarded and closed at or after
+// the due time the order was scheduled with), closed exactly once in the
+// store (a duplicate delivery reports already_closed), and a path and hop
+// count that agree and only ever move to a shorter or equal tier.
+func (p *pipe) checkOrders(orders []*order, c *collector, store *closer.Memory) verdict {
+	t := p.t
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.bad {
+		t.Errorf("not an outcome event: %s", b)
+	}
+	v := verdict{first: make(map[string]outcome.Event, len(orders)), dupsBy: make(map[string]int)}
+	var lost, early, wrong []string
+	ids := make(map[string]bool, len(orders))
+	for _, o := range orders {
+		ids[o.id] = true
+		evs := c.events[o.id]
+		if len(evs) == 0 {
+			lost = append(lost, fmt.Sprintf("%s (%s, delay %v, due %s)", o.id, o.class, o.delay, o.due.Format(time.StampMilli)))
+			continue
+		}
+		v.first[o.id] = evs[0]
+		v.dups += len(evs) - 1
+		if len(evs) > 1 {
+			v.dupsBy[o.class] += len(evs) - 1
+		}
+		v.late = append(v.late, evs[0].ClosedMs-max(o.due.UnixMilli(), o.sent.UnixMilli()))
+		due := o.due.UnixMilli()
+		closes := 0
+		for _, ev := range evs {
+			if ev.ForwardedMs < due || ev.ClosedMs < due {
+				early = append(early, fmt.Sprintf("%s (%s): due %d, forwarded %d, closed %d", o.id, o.class, due, ev.ForwardedMs, ev.ClosedMs))
+			}
+			if ev.DueMs != due {
+				wrong = append(wrong, fmt.Sprintf("%s: outcome says due %d, scheduled due %d", o.id, ev.DueMs, due))
+			}
+			if err := p.checkPath(ev.Path, ev.Hops); err != nil {
+				wrong = append(wrong, fmt.Sprintf("%s (%s, delay %v): %v", o.id, o.class, o.delay, err))
+			}
+			switch ev.Outcome {
+			case string(closer.Closed):
+				closes++
+			case string(closer.AlreadyClosed):
+			default:
+				wrong = append(wrong, fmt.Sprintf("%s: outcome %q (%s), want closed or already_closed", o.id, ev.Outcome, ev.Error))
+			}
+		}
+		if closes != 1 || evs[0].Outcome != string(closer.Closed) {
+			wrong = append(wrong, fmt.Sprintf("%s: %d closed outcomes of %d, the first %q; want exactly one, the first", o.id, closes, len(evs), evs[0].Outcome))
+		}
+		if n := store.Closes(o.id); n != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s: closed %d times in the store, want 1", o.id, n))
+		}
+		if s, _ := store.State(o.id); s != closer.StateClosed {
+			wrong = append(wrong, fmt.Sprintf("%s: state %q, want %q", o.id, s, closer.StateClosed))
+		}
+	}
+	for id, evs := range c.events {
+		if !ids[id] {
+			wrong = append(wrong, fmt.Sprintf("%d outcomes for %q, which was never scheduled", len(evs), id))
+		}
+	}
+	reportList(t, "lost (no outcome)", lost, len(orders))
+	reportList(t, "early", early, len(orders))
+	reportList(t, "wrong", wrong, len(orders))
+	return v
+}
+
+// checkPath checks that an hourglass-path has hops+1 entries, each a tier,
+// in non-increasing order: a record hops to the largest tier not longer
+// than what is left of its delay, which is never longer than the tier it
+// just waited out.
+func (p *pipe) checkPath(path string, hops int) error {
+	n := 0
+	var prev time.Duration
+	for i, part := range strings.Split(path, ",") {
+		name, count, hasCount := strings.Cut(part, "*")
+		d, err := time.ParseDuration(name)
+		if err != nil || !p.table.Contains(d) {
+			return fmt.Errorf("path %q: %q is not a tier", path, name)
+		}
+		k := 1
+		if hasCount {
+			if k, err = strconv.Atoi(count); err != nil || k < 2 {
+				return fmt.Errorf("path %q: bad repeat %q", path, part)
+			}
+		}
+		if i > 0 && d > prev {
+			return fmt.Errorf("path %q: hops from %v up to %v", path, prev, d)
+		}
+		prev = d
+		n += k
+	}
+	if n != hops+1 {
+		return fmt.Errorf("path %q has %d entries, hops %d: want hops+1", path, n, hops)
+	}
+	return nil
+}
+
+// reportList fails the test with the number of problems and the first few.
+func reportList(t *testing.T, what string, items []string, of int) {
+	t.Helper()
+	if len(items) == 0 {
+		return
+	}
+	const show = 10
+	t.Errorf("%d of %d orders %s; the first:\n  %s", len(items), of, what, strings.Join(items[:min(show, len(items))], "\n  "))
+}
+
+// percentile returns the nearest-rank q-quantile of vs (sorted in place).
+func percentile(vs []int64, q float64) int64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	slices.Sort(vs)
+	i := int(q*float64(len(vs))+0.999999) - 1
+	return vs[max(0, min(i, len(vs)-1))]
+}
+
+// allDue bounds the wait for every order's outcome: slack after the last
+// due time. Call it once the orders are scheduled.
+func allDue(ctx context.Context, orders []*order, slack time.Duration) (context.Context, context.CancelFunc) {
+	var last time.Time
+	for _, o := range orders {
+		if o.due.After(last) {
+			last = o.due
+		}
+	}
+	return context.WithDeadline(ctx, last.Add(slack))
+}
+
+// missing lists up to ten orders without an outcome, for a timeout message.
+func missing(orders []*order, c *collector) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	n := 0
+	for _, o := range orders {
+		if len(c.events[o.id]) == 0 {
+			n++
+			if len(out) < 10 {
+				out = append(out, fmt.Sprintf("%s (%s, delay %v)", o.id, o.class, o.delay))
+			}
+		}
+	}
+	return fmt.Sprintf("%d without an outcome, e.g. %s", n, strings.Join(out, ", "))
+}
+
+// proc is a hourglass command running as a child process (the test binary
+// re-executed with execEnv set).
+type proc struct {
+	name     string
+	cmd      *exec.Cmd
+	out      *syncBuffer
+	lifeline io.Closer     // the child's stdin; see TestMain
+	stopping atomic.Bool   // the test is stopping it: an exit is expected
+	done     chan struct{} // closed when it has exited
+	err      error         // from Wait, after done is closed
+}
+
+// startProc starts `hourglass args...` as a process. An exit the test did
+// not ask for fails the test. At the end of the test the process is killed
+// if still running, and its output goes to the test log if the test failed.
+// Should the test process die first, the child sees its stdin close and
+// exits (see TestMain).
+func startProc(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), execEnv+"=1")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	lifeline, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, out: out, lifeline: lifeline, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		if !p.stopping.Load() {
+			t.Errorf("%s (pid %d) exited unexpectedly: %v", name, cmd.Process.Pid, p.err)
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stopping.Store(true)
+		_ = p.cmd.Process.Kill() // an error means it has exited
+		_ = p.lifeline.Close()
+		select {
+		case <-p.done:
+		case <-time.After(stopTimeout):
+			t.Errorf("%s (pid %d) did not exit after SIGKILL", name, cmd.Process.Pid)
+		}
+		if t.Failed() {
+			t.Logf("%s (pid %d, %v) output:\n%s", name, cmd.Process.Pid, p.err, out.String())
+		}
+	})
+	return p
+}
+
+// signal sends sig and waits (at most stopTimeout) for the process to exit;
+// it returns how the process ended.
+func (p *proc) signal(sig syscall.Signal) error {
+	p.stopping.Store(true)
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %s: %w", p.name, err)
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("%s did not exit within %v of %v", p.name, stopTimeout, sig)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

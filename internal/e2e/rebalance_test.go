@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hourglass/hourglass/internal/closer"
+)
+
+// TestRebalance adds a second router to the group while the first is at
+// work, lets it forward for a while, and stops it gracefully: partitions move
+// twice, with records held, in flight and committed. Nothing may be lost or
+// early; duplicates are counted and reported.
+func TestRebalance(t *testing.T) {
+	const (
+		n          = 1500
+		partitions = 4
+		// second must forward this many records before it leaves.
+		secondForwards = 100
+	)
+	p := newPipe(t, "rebalance", "200ms,500ms,1s,2s", partitions)
+	store := &closer.Memory{}
+	first := p.newRouter("router-1")
+	stopFirst := start(t, "router-1", first.Run)
+	cn := p.newCanceller(store)
+	stopCanceller := start(t, "canceller", cn.Run)
+	col := p.collectOutcomes()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	orders := churnOrders("rebalance", p.table, n)
+	scheduled := make(chan error, 1)
+	go func() { scheduled <- p.schedule(ctx, store, orders, 30, 100*time.Millisecond) }()
+
+	const joinAfter = 200
+	if err := waitFor(ctx, t, func() bool { return col.seen() >= joinAfter }); err != nil {
+		t.Fatalf("waiting for %d outcomes before the join (have %d): %v", joinAfter, col.seen(), err)
+	}
+	second := p.newRouter("router-2")
+	stopSecond := start(t, "router-2", second.Run)
+	atJoin := col.seen()
+	if err := p.waitAssigned(ctx, 2); err != nil {
+		t.Fatalf("waiting for both routers to own partitions: %v (group %+v)", err, cluster.GroupInfo(p.routerGroup()))
+	}
+	if err := waitFor(ctx, t, func() bool { return second.Stats().Forwarded >= secondForwards }); err != nil {
+		t.Fatalf("waiting for router-2 to forward %d records (has %+v): %v", secondForwards, second.Stats(), err)
+	}
+	if err := stopSecond(); err != nil {
+		t.Fatalf("graceful stop of router-2: %v", err)
+	}
+	atLeave := col.seen()
+	if err := p.waitAssigned(ctx, 1); err != nil {
+		t.Fatalf("waiting for router-1 to own every partition again: %v (group %+v)", err, cluster.GroupInfo(p.routerGroup()))
+	}
+	if g := cluster.GroupInfo(p.routerGroup()); g.NumAssigned() != p.table.Len()*partitions {
+		t.Errorf("router-1 owns %d partitions after router-2 left, want %d", g.NumAssigned(), p.table.Len()*partitions)
+	}
+
+	if err := <-scheduled; err != nil {
+		t.Fatalf("schedule: %v", err)
+	}
+	wctx, wcancel := allDue(ctx, orders, 15*time.Second)
+	defer wcancel()
+	if err := waitFor(wctx, t, func() bool { return col.seen() >= n }); err != nil {
+		t.Fatalf("waiting for every order's outcome: %v; %s; router-1 %+v, router-2 %+v, canceller %+v",
+			err, missing(orders, col), first.Stats(), second.Stats(), cn.Stats())
+	}
+	p.settle(ctx, col, stopFirst, stopCanceller)
+	v := p.checkOrders(orders, col, store)
+
+	s1, s2 := first.Stats(), second.Stats()
+	t.Logf("router-2 joined after %d and left after %d of %d outcomes; router-1 %+v, router-2 %+v; %d duplicate outcomes %v; canceller %+v",
+		atJoin, atLeave, n, s1, s2, v.dups, v.dupsBy, cn.Stats())
+	// Forwarded counts acknowledged forwards of owned partitions, so it can
+	// miss a forward acknowledged after its partition was revoked, but it
+	// cannot exceed the cancel records (one outcome each, see settle).
+	if got := s1.Forwarded + s2.Forwarded; got > int64(n)+int64(v.dups) {
+		t.Errorf("routers counted %d forwards, more than the %d cancel records", got, n+v.dups)
+	}
+	if v.dups >= n {
+		t.Errorf("%d duplicates for %d orders", v.dups, n)
+	}
+}
