@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/app"
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // run calls cmd with args and a context that bounds it, returning what it
@@ -76,15 +77,8 @@ func TestBadConfig(t *testing.T) {
 		{"no command", app.Hourglass, nil, nil, []string{"no command"}},
 	}
 	// Known bugs, by case: remove the entry with the fix.
-	knownBugs := map[string]string{
-		"demo listen not host:port": "demo checks --listen only when it starts the broker (embedded.go startBroker) and returns a plain error: exit 1, not 2",
-		"demo listen not loopback":  "demo checks --listen only when it starts the broker (embedded.go startBroker) and returns a plain error: exit 1, not 2",
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if bug, ok := knownBugs[tt.name]; ok {
-				t.Skip("BUG: " + bug)
-			}
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -212,5 +206,48 @@ func TestDemo(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("stderr:\n%s", errOut.String())
+	}
+}
+
+func TestTopicSpecsRetention(t *testing.T) {
+	table, _ := tiers.Parse("1m,30m,24h")
+	specs := app.TopicSpecs(app.TopicSet{Prefix: "p.", Tiers: table, Targets: []string{"p.cancel", "p.dlq"}, DeadLetter: "p.dlq"}, 3, -1)
+	want := map[string]string{
+		"p.delay.1m":  "604800000",  // 7 days
+		"p.delay.30m": "604800000",  // 7 days
+		"p.delay.24h": "864000000",  // 10 x the tier
+		"p.dlq":       "2592000000", // 30 days, even when also listed as a target
+		"p.cancel":    "604800000",
+	}
+	if len(specs) != len(want) {
+		t.Fatalf("%d specs, want %d: %+v", len(specs), len(want), specs)
+	}
+	for _, s := range specs {
+		if got := s.Configs["retention.ms"]; got != want[s.Name] {
+			t.Errorf("%s: retention.ms %s, want %s", s.Name, got, want[s.Name])
+		}
+	}
+}
+
+// TestZeroIsReported: a zero flag value is the user's, not a request for the
+// default, and is reported rather than silently replaced.
+func TestZeroIsReported(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  app.Command
+		args []string
+		flag string
+	}{
+		{app.Router, []string{"--max-delay=0"}, "--max-delay"},
+		{app.Router, []string{"--timer-capacity=0"}, "--timer-capacity"},
+		{app.Router, []string{"--group="}, "--group"},
+		{app.Router, []string{"--topic-prefix="}, "--topic-prefix"},
+		{app.Canceller, []string{"--default-kind="}, "--default-kind"},
+		{app.Canceller, []string{"--max-poll-records=0"}, "--max-poll-records"},
+	} {
+		_, _, err := run(t, tt.cmd, append([]string{"--check-config"}, tt.args...)...)
+		var ue app.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.flag) {
+			t.Errorf("%v: got %v, want a usage error naming %s", tt.args, err, tt.flag)
+		}
 	}
 }

@@ -179,7 +179,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	broker, addr, err := startBroker("127.0.0.1:0")
+	broker, addr, err := startBroker(0)
 	if err != nil {
 		return err
 	}
@@ -216,8 +216,6 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	t := newTally()
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
 	var firstFire, lastFire time.Time
 	t.onEvent = func(_ outcome.Event, first bool) {
 		if first {
@@ -228,7 +226,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			lastFire = now
 		}
 	}
-	go watchOutcomes(wctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)
+	defer goWatch(ctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
 
 	start := time.Now()
 	wl, _ := newWorkload(c.delays)

@@ -61,7 +61,17 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 		if _, ok := closers[c.Closer]; !ok {
 			errs = append(errs, cli.Errorf("closer", "%q: want log", c.Closer))
 		}
-		*k = k.WithDefaults()
+		// Only the topic names derive from the prefix; a zero anywhere else
+		// is the user's and is reported rather than replaced.
+		if len(k.Topics) == 0 {
+			k.Topics = []string{tiers.CancelTopic(k.Prefix)}
+		}
+		if k.Outcomes == "" {
+			k.Outcomes = tiers.OutcomesTopic(k.Prefix)
+		}
+		if k.DeadLetter == "" {
+			k.DeadLetter = tiers.DeadLetterTopic(k.Prefix)
+		}
 		return append(errs, k.Validate()...)
 	})
 	return &c, stop, err
@@ -79,7 +89,7 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	k := c.Canceller
-	specs := TopicSpecs(k.Prefix, tiers.Table{}, append([]string{k.Outcomes, k.DeadLetter}, k.Topics...), int32(c.Partitions), int16(c.Replication))
+	specs := TopicSpecs(TopicSet{Prefix: k.Prefix, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}

@@ -170,29 +170,51 @@ func ensureTopics(ctx context.Context, opts []kgo.Opt, specs []kafka.TopicSpec, 
 	return nil
 }
 
-// TopicSpecs returns every topic of a pipeline with the recommended settings:
-// delay topics keep records a week or ten times the tier, whichever is
-// longer; the dead-letter topic keeps them 30 days.
-func TopicSpecs(prefix string, table tiers.Table, extra []string, partitions int32, replicas int16) []kafka.TopicSpec {
-	const day = 24 * time.Hour
-	retention := func(d time.Duration) map[string]string {
-		return map[string]string{"retention.ms": fmt.Sprint(d.Milliseconds()), "cleanup.policy": "delete"}
-	}
+// Topic retentions of TopicSpecs.
+const (
+	defaultRetention    = 7 * 24 * time.Hour
+	deadLetterRetention = 30 * 24 * time.Hour
+)
+
+// TopicSet names the topics a command needs; empty names are left out.
+type TopicSet struct {
+	Prefix     string
+	Tiers      tiers.Table
+	Targets    []string
+	Outcomes   string
+	DeadLetter string
+}
+
+// TopicSpecs returns every topic of the set with the recommended settings:
+// delay topics keep records 7 days or ten times the tier, whichever is
+// longer; target and outcome topics 7 days; the dead-letter topic 30 days.
+func TopicSpecs(set TopicSet, partitions int32, replicas int16) []kafka.TopicSpec {
 	var specs []kafka.TopicSpec
-	for _, d := range table.Durations() {
-		specs = append(specs, kafka.TopicSpec{Name: tiers.Topic(prefix, d), Partitions: partitions, Replicas: replicas, Configs: retention(max(7*day, 10*d))})
-	}
 	seen := map[string]bool{}
-	for _, t := range append([]string{tiers.CancelTopic(prefix), tiers.OutcomesTopic(prefix)}, extra...) {
-		if !seen[t] {
-			seen[t] = true
-			specs = append(specs, kafka.TopicSpec{Name: t, Partitions: partitions, Replicas: replicas, Configs: retention(7 * day)})
+	add := func(name string, retention time.Duration) {
+		if name == "" || seen[name] {
+			return
 		}
+		seen[name] = true
+		specs = append(specs, kafka.TopicSpec{Name: name, Partitions: partitions, Replicas: replicas,
+			Configs: map[string]string{"retention.ms": fmt.Sprint(retention.Milliseconds()), "cleanup.policy": "delete"}})
 	}
-	if dlq := tiers.DeadLetterTopic(prefix); !seen[dlq] {
-		specs = append(specs, kafka.TopicSpec{Name: dlq, Partitions: partitions, Replicas: replicas, Configs: retention(30 * day)})
+	for _, d := range set.Tiers.Durations() {
+		add(tiers.Topic(set.Prefix, d), max(defaultRetention, 10*d))
 	}
+	add(set.DeadLetter, deadLetterRetention)
+	for _, t := range set.Targets {
+		add(t, defaultRetention)
+	}
+	add(set.Outcomes, defaultRetention)
 	return specs
+}
+
+// DefaultTopicSet is every topic of a pipeline with the default names for
+// prefix: the delay topics, cancel, outcomes and dlq.
+func DefaultTopicSet(prefix string, table tiers.Table) TopicSet {
+	return TopicSet{Prefix: prefix, Tiers: table, Targets: []string{tiers.CancelTopic(prefix)},
+		Outcomes: tiers.OutcomesTopic(prefix), DeadLetter: tiers.DeadLetterTopic(prefix)}
 }
 
 // serveHTTP serves /healthz (the process is up), /readyz (ready() is true)

@@ -39,6 +39,7 @@ Flags:
 
 type demoConfig struct {
 	listen     string
+	port       int
 	tiers      tiers.Table
 	orders     int
 	rate       float64
@@ -76,6 +77,11 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 		return nil, UsageError{err}
 	}
 	var errs []error
+	port, err := listenPort(c.listen)
+	if err != nil {
+		errs = append(errs, cli.Errorf("listen", "%v", err))
+	}
+	c.port = port
 	table, err := tiers.Parse(rawTiers)
 	if err != nil {
 		errs = append(errs, cli.Errorf("tiers", "%v", err))
@@ -122,7 +128,7 @@ func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	level, _ := parseLevel(c.logLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	broker, addr, err := startBroker(c.listen)
+	broker, addr, err := startBroker(c.port)
 	if err != nil {
 		return err
 	}
@@ -158,9 +164,7 @@ Watch the outcomes:
 			fmt.Fprintf(stdout, "closed %s: %s, %d ms after its due time (path %s)\n", ev.TaskID, ev.Outcome, ev.LatenessMs, ev.Path)
 		}
 	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go watchOutcomes(wctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)
+	defer goWatch(ctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
 
 	if c.orders > 0 {
 		prod, err := kgo.NewClient(seed...)
@@ -297,6 +301,6 @@ func createTopics(ctx context.Context, seed []kgo.Opt, prefix string, table tier
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err = kafka.EnsureTopics(ctx, kadm.NewClient(cl), TopicSpecs(prefix, table, nil, int32(partitions), -1), true)
+	_, err = kafka.EnsureTopics(ctx, kadm.NewClient(cl), TopicSpecs(DefaultTopicSet(prefix, table), int32(partitions), -1), true)
 	return err
 }

@@ -9,21 +9,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// startBroker starts an embedded Kafka broker (kfake) on a loopback address
-// ("127.0.0.1:9092"; port 0 picks a free one) and returns it with the address
-// it listens on.
-func startBroker(listen string) (*kfake.Cluster, string, error) {
+// listenPort checks an embedded broker address: loopback only (kfake
+// listens on 127.0.0.1), with a port (0 picks a free one).
+func listenPort(listen string) (int, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
-		return nil, "", fmt.Errorf("--listen %q: want 127.0.0.1:port", listen)
+		return 0, fmt.Errorf("%q: want 127.0.0.1:port", listen)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, "", fmt.Errorf("--listen %q: the embedded broker listens on loopback only (127.0.0.1)", listen)
+		return 0, fmt.Errorf("%q: the embedded broker listens on loopback only (127.0.0.1)", listen)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 0 || port > 65535 {
-		return nil, "", fmt.Errorf("--listen %q: bad port", listen)
+		return 0, fmt.Errorf("%q: bad port", listen)
 	}
+	return port, nil
+}
+
+// startBroker starts an embedded Kafka broker (kfake) on 127.0.0.1:port (0
+// picks a free port) and returns it with the address it listens on.
+func startBroker(port int) (*kfake.Cluster, string, error) {
 	c, err := kfake.NewCluster(kfake.Ports(port), kfake.GroupMinSessionTimeout(time.Second))
 	if err != nil {
 		return nil, "", fmt.Errorf("embedded broker on 127.0.0.1:%d: %w (is another broker running there? pass --listen 127.0.0.1:0 for a free port)", port, err)

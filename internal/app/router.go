@@ -65,7 +65,15 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 		}
 		r.FetchPartitionBytes = int32(fetchBytes)
 		if err == nil {
-			*r = r.WithDefaults()
+			// Only the topic names derive from the prefix; every other
+			// flag has its default already, so a zero is the user's and
+			// is reported rather than replaced.
+			if r.Target == "" {
+				r.Target = tiers.CancelTopic(r.Prefix)
+			}
+			if r.DeadLetter == "" {
+				r.DeadLetter = tiers.DeadLetterTopic(r.Prefix)
+			}
 			errs = append(errs, r.Validate()...)
 		}
 		return errs
@@ -85,7 +93,7 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	r := c.Router
-	specs := TopicSpecs(r.Prefix, r.Tiers, []string{r.Target, r.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	specs := TopicSpecs(TopicSet{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter}, int32(c.Partitions), int16(c.Replication))
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}

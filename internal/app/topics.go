@@ -78,7 +78,7 @@ func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	specs := TopicSpecs(prefix, table, nil, int32(partitions), int16(replication))
+	specs := TopicSpecs(DefaultTopicSet(prefix, table), int32(partitions), int16(replication))
 	st, err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), specs, !check)
 	if err != nil {
 		return fmt.Errorf("topics: %w", err)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -54,6 +55,20 @@ func (t *tally) add(ev outcome.Event) {
 	if fn != nil {
 		fn(ev, first)
 	}
+}
+
+// goWatch runs watchOutcomes in a goroutine and returns the function that
+// stops it and waits for it.
+func goWatch(ctx context.Context, opts []kgo.Opt, topic string, t *tally) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := watchOutcomes(ctx, opts, topic, t); err != nil {
+			slog.Error("watch outcomes", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // watchOutcomes consumes the outcomes topic from the start into t until ctx

@@ -85,12 +85,25 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c (after WithDefaults), naming fields
-// by their flags.
+// Validate reports every problem with c, naming fields by their flags. It
+// does not apply defaults: a zero field that has a default is reported, so
+// call it after WithDefaults unless zero values came from the user.
 func (c Config) Validate() []error {
 	var errs []error
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, cli.Errorf(flag, format, args...))
+	}
+	if c.Prefix == "" {
+		bad("topic-prefix", "must not be empty")
+	}
+	if len(c.Topics) == 0 {
+		bad("topics", "no topics")
+	}
+	if c.Group == "" {
+		bad("group", "must not be empty")
+	}
+	if c.DefaultKind == "" {
+		bad("default-kind", "must not be empty")
 	}
 	for _, t := range c.Topics {
 		if err := tiers.ValidTopic(t); err != nil {

@@ -80,7 +80,7 @@ func newPipe(t *testing.T, name, tierList string, partitions int) *pipe {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, s := range app.TopicSpecs(p.prefix, table, nil, int32(partitions), -1) {
+	for _, s := range app.TopicSpecs(app.DefaultTopicSet(p.prefix, table), int32(partitions), -1) {
 		configs := make(map[string]*string, len(s.Configs))
 		for k, v := range s.Configs {
 			configs[k] = &v

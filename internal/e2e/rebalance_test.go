@@ -11,7 +11,8 @@ import (
 // TestRebalance adds a second router to the group while the first is at
 // work, lets it forward for a while, and stops it gracefully: partitions move
 // twice, with records held, in flight and committed. Nothing may be lost or
-// early; duplicates are counted and reported.
+// early. A graceful rebalance hands off what the leaving router holds, so it
+// must not repeat a single close (duplicates come only from crashes).
 func TestRebalance(t *testing.T) {
 	const (
 		n          = 1500
@@ -78,7 +79,7 @@ func TestRebalance(t *testing.T) {
 	if got := s1.Forwarded + s2.Forwarded; got > int64(n)+int64(v.dups) {
 		t.Errorf("routers counted %d forwards, more than the %d cancel records", got, n+v.dups)
 	}
-	if v.dups >= n {
-		t.Errorf("%d duplicates for %d orders", v.dups, n)
+	if v.dups != 0 {
+		t.Errorf("%d duplicate closes after a graceful rebalance, want 0: %v", v.dups, v.dupsBy)
 	}
 }

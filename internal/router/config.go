@@ -102,12 +102,19 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c (after WithDefaults), naming fields
-// by their flags.
+// Validate reports every problem with c, naming fields by their flags. It
+// does not apply defaults: a zero field that has a default is reported, so
+// call it after WithDefaults unless zero values came from the user.
 func (c Config) Validate() []error {
 	var errs []error
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, cli.Errorf(flag, format, args...))
+	}
+	if c.Tiers.Len() == 0 {
+		bad("tiers", "no tiers")
+	}
+	if c.Prefix == "" {
+		bad("topic-prefix", "must not be empty")
 	}
 	for _, t := range []struct{ flag, topic string }{
 		{"target", c.Target}, {"dlq-topic", c.DeadLetter},
@@ -127,11 +134,11 @@ func (c Config) Validate() []error {
 	if c.Group == "" {
 		bad("group", "must not be empty")
 	}
-	if c.MaxDelay < 0 {
-		bad("max-delay", "%v is negative", c.MaxDelay)
+	if c.MaxDelay <= 0 {
+		bad("max-delay", "%v: must be positive", c.MaxDelay)
 	}
-	if c.TimerCapacity < 0 {
-		bad("timer-capacity", "%d is negative", c.TimerCapacity)
+	if c.TimerCapacity < 1 {
+		bad("timer-capacity", "%d: must be at least 1", c.TimerCapacity)
 	}
 	if c.MaxHeldPerPartition < 1 {
 		bad("max-held-per-partition", "%d: must be at least 1", c.MaxHeldPerPartition)

@@ -28,8 +28,8 @@ type partition struct {
 	timed int
 	// paused is whether the router paused fetching: the queue is full.
 	paused bool
-	// gone is set when the partition is revoked or lost; completions for it
-	// are then ignored.
+	// gone is set once a revoked partition's offsets are committed, and at
+	// once for a lost one; completions for it are then ignored.
 	gone bool
 }
 

@@ -234,7 +234,7 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) (map[string]map[i
 		case <-r.doneSig:
 			r.complete()
 		case req := <-r.revokes:
-			r.dropParts(req.parts)
+			r.releaseParts(req.parts, req.lost)
 			pendingRevokes = append(pendingRevokes, req)
 		case reply := <-r.offsetsQ:
 			reply <- r.offsets(nil)
@@ -477,19 +477,27 @@ func (r *Router) complete() {
 	}
 }
 
-// dropParts forgets what the router holds for partitions being revoked or
-// lost, and resumes them: a pause survives a revoke and a later re-assign.
-// Produces in flight finish; answerRevokes waits for them.
-func (r *Router) dropParts(parts map[string][]int32) {
+// releaseParts lets go of partitions being revoked or lost, and resumes
+// them: a pause survives a revoke and a later re-assign. What a revoked
+// partition holds is handed off (see handOff) so that its offsets can be
+// committed in full and the next owner repeats nothing; what a lost
+// partition holds is dropped, since its offsets cannot be committed anyway.
+// answerRevokes waits for the produces in flight.
+func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 	resume := make(map[string][]int32)
+	now := r.clock.Now()
 	for topic, ps := range parts {
 		for _, id := range ps {
 			p, ok := r.parts[tp{topic, id}]
 			if !ok {
 				continue
 			}
-			r.dropHeld(p)
-			p.gone = true // keep counting inflight; ignore results
+			if lost {
+				r.dropHeld(p)
+				p.gone = true
+			} else {
+				r.handOff(p, now)
+			}
 			if p.paused {
 				p.paused = false
 				r.stats.paused.Add(-1)
@@ -502,26 +510,48 @@ func (r *Router) dropParts(parts map[string][]int32) {
 	}
 }
 
-// dropHeld removes p's queue and timer entries from the wake heap. Their
-// offsets stay pending, so the watermark stays below them.
-func (r *Router) dropHeld(p *partition) {
-	if h := p.head(); h != nil {
-		r.wake.remove(h)
+// handOff moves what p holds back into Kafka: each held record is produced
+// to the delay topic of what is left of its delay (or forwarded, if due), as
+// a hop would. Once those produces are acknowledged every record p fetched is
+// done, so a graceful stop or rebalance commits everything and the next owner
+// neither loses nor repeats a record.
+func (r *Router) handOff(p *partition, now time.Time) {
+	for _, e := range r.takeHeld(p) {
+		r.stats.handedOff.Add(1)
+		if remaining := e.meta.Due.Sub(now); remaining <= 0 {
+			r.forward(e, now)
+		} else {
+			r.hop(e, r.cfg.Tiers.Pick(remaining), now)
+		}
 	}
+}
+
+// dropHeld forgets what p holds. Its offsets stay pending, so the watermark
+// stays below them and the records are read again.
+func (r *Router) dropHeld(p *partition) { r.takeHeld(p) }
+
+// takeHeld removes p's queue and timer entries from the router and returns
+// them, queue first.
+func (r *Router) takeHeld(p *partition) []*entry {
+	held := p.queue
 	p.queue = nil
+	if len(held) > 0 {
+		r.wake.remove(held[0]) // only the head is in the heap
+	}
 	if p.timed > 0 {
-		var timed []*entry
+		n := len(held)
 		for _, e := range r.wake {
-			if e.part == p {
-				timed = append(timed, e)
+			if e.part == p && e.timer {
+				held = append(held, e)
 			}
 		}
-		for _, e := range timed {
+		for _, e := range held[n:] {
 			r.wake.remove(e)
 		}
 		r.timerHeld -= p.timed
 		p.timed = 0
 	}
+	return held
 }
 
 // answerRevokes replies to the revokes whose partitions have no produce in
@@ -552,7 +582,10 @@ func (r *Router) answerRevokes(reqs []*revokeReq, force bool) []*revokeReq {
 		}
 		for topic, ps := range req.parts {
 			for _, id := range ps {
-				delete(r.parts, tp{topic, id})
+				if p, ok := r.parts[tp{topic, id}]; ok {
+					p.gone = true
+					delete(r.parts, tp{topic, id})
+				}
 			}
 		}
 		req.reply <- offs
@@ -592,12 +625,15 @@ func (r *Router) offsets(parts map[string][]int32) map[string]map[int32]kgo.Epoc
 	return out
 }
 
-// shutdown stops polling, drops everything held and waits (bounded) for
+// shutdown stops polling, hands off everything held and waits (bounded) for
 // produces in flight, then returns the watermarks to commit.
 func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) map[string]map[int32]kgo.EpochOffset {
 	stopPolling()
+	now := r.clock.Now()
 	for _, p := range r.parts {
-		r.dropHeld(p)
+		if !p.gone {
+			r.handOff(p, now)
+		}
 	}
 	deadline := time.NewTimer(r.cfg.ShutdownTimeout)
 	defer deadline.Stop()

@@ -4,6 +4,7 @@ import "sync/atomic"
 
 type stats struct {
 	forwarded, hopped, deadLettered atomic.Int64
+	handedOff                       atomic.Int64
 	paused                          atomic.Int64
 }
 
@@ -13,6 +14,7 @@ type Stats struct {
 	Hopped       int64 // records moved to a shorter (or the same) tier
 	DeadLettered int64 // records sent to the dead-letter topic
 	Paused       int64 // partitions paused now
+	HandedOff    int64 // held records put back into Kafka at a revoke or stop
 }
 
 // Stats returns the counters.
@@ -22,5 +24,6 @@ func (r *Router) Stats() Stats {
 		Hopped:       r.stats.hopped.Load(),
 		DeadLettered: r.stats.deadLettered.Load(),
 		Paused:       r.stats.paused.Load(),
+		HandedOff:    r.stats.handedOff.Load(),
 	}
 }
