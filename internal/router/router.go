@@ -180,8 +180,9 @@ func (r *Router) Run(ctx context.Context) error {
 	r.ready.Store(false)
 
 	// Shutdown order: the loop has stopped fetching (polling is canceled),
-	// dropped what it held and waited for produces in flight; now commit
-	// the final watermarks, then leave the group (Close, deferred above).
+	// handed off what it held and waited for produces in flight; now
+	// commit the final watermarks, then leave the group (Close, deferred
+	// above).
 	stopPolling()
 	wg.Wait()
 	if len(final) > 0 {
