@@ -83,40 +83,30 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 		}
 		return nil, UsageError{err}
 	}
-	var errs []error
+	var errs checks
 	if rawTiers == "" {
 		rawTiers = "1s,2s,5s,10s,30s"
 		if len(steps) > 0 {
 			rawTiers = tiers.DefaultTiers
 		}
 	}
-	table, err := tiers.Parse(rawTiers)
-	if err != nil {
-		errs = append(errs, cli.Errorf("tiers", "%v", err))
-	}
-	c.tiers = table
-	if c.orders < 1 || c.orders > 10_000_000 {
-		errs = append(errs, cli.Errorf("orders", "%d: want 1 to 10000000", c.orders))
-	}
-	if c.rate < 1 || c.rate > 1_000_000 {
-		errs = append(errs, cli.Errorf("rate", "%d: want 1 to 1000000", c.rate))
-	}
+	c.tiers = errs.tiers("tiers", rawTiers)
+	errs.intRange("orders", c.orders, 1, 10_000_000)
+	errs.intRange("rate", c.rate, 1, 1_000_000)
 	if _, err := newWorkload(c.delays); err != nil {
-		errs = append(errs, cli.Errorf("delays", "%v", err))
+		errs.add("delays", "%v", err)
 	}
-	if c.partitions < 1 || c.partitions > 1000 {
-		errs = append(errs, cli.Errorf("partitions", "%d: want 1 to 1000", c.partitions))
-	}
+	errs.intRange("partitions", c.partitions, 1, 1000)
 	for _, s := range steps {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 10_000_000 || (len(c.pendingSteps) > 0 && n <= c.pendingSteps[len(c.pendingSteps)-1]) {
-			errs = append(errs, cli.Errorf("pending-steps", "%q: want increasing counts from 1 to 10000000", s))
+			errs.add("pending-steps", "%q: want increasing counts from 1 to 10000000", s)
 			break
 		}
 		c.pendingSteps = append(c.pendingSteps, n)
 	}
 	if c.timeout <= 0 {
-		errs = append(errs, cli.Errorf("timeout", "must be positive"))
+		errs.add("timeout", "must be positive")
 	}
 	if err := fs.Explain(errs); err != nil {
 		return nil, UsageError{err}
@@ -185,7 +175,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer broker.Close()
 	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
-	if err := createTopics(ctx, seed, tiers.DefaultPrefix, c.tiers, c.partitions); err != nil {
+	if _, err := provision(ctx, seed, TopicSpecs(DefaultTopicSet(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
 		return err
 	}
 	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false", "--session-timeout", "6s"}

@@ -56,10 +56,10 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	fs.DurationVar(&k.CommitInterval, "commit-interval", env("commit-interval"), canceller.DefaultCommitInterval, "how often offsets are committed")
 	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), canceller.DefaultShutdownTimeout, "bound on a graceful stop")
 	fs.StringVar(&k.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default the host name)")
-	stop, err := parse(fs, args, stdout, &c.common, func() []error {
-		var errs []error
+	stop, err := parse(fs, args, stdout, &c.common, func() checks {
+		var errs checks
 		if _, ok := closers[c.Closer]; !ok {
-			errs = append(errs, cli.Errorf("closer", "%q: want log", c.Closer))
+			errs.add("closer", "%q: want log", c.Closer)
 		}
 		// Only the topic names derive from the prefix; a zero anywhere else
 		// is the user's and is reported rather than replaced.

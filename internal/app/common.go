@@ -64,27 +64,25 @@ func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 		"consumer group session timeout: how long a crashed instance keeps its partitions")
 }
 
-func (c *common) validate(fs *cli.FlagSet) []error {
-	errs := c.Kafka.Validate(fs)
+func (c *common) validate(fs *cli.FlagSet) checks {
+	errs := checks(c.Kafka.Validate(fs))
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-			errs = append(errs, cli.Errorf("http-addr", "%q: want host:port or :port", c.HTTPAddr))
+			errs.add("http-addr", "%q: want host:port or :port", c.HTTPAddr)
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
-		errs = append(errs, cli.Errorf("log-level", "%v", err))
+		errs.add("log-level", "%v", err)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
-		errs = append(errs, cli.Errorf("log-format", "%q: want text or json", c.LogFormat))
+		errs.add("log-format", "%q: want text or json", c.LogFormat)
 	}
-	if c.Partitions < 1 || c.Partitions > 10_000 {
-		errs = append(errs, cli.Errorf("partitions", "%d: want 1 to 10000", c.Partitions))
-	}
+	errs.intRange("partitions", c.Partitions, 1, 10_000)
 	if c.Replication == 0 || c.Replication < -1 || c.Replication > 32 {
-		errs = append(errs, cli.Errorf("replication-factor", "%d: want -1 (broker default) or 1 to 32", c.Replication))
+		errs.add("replication-factor", "%d: want -1 (broker default) or 1 to 32", c.Replication)
 	}
 	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
-		errs = append(errs, cli.Errorf("session-timeout", "%v: want 1s to 30m", c.SessionTimeout))
+		errs.add("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
 	}
 	return errs
 }
@@ -120,7 +118,7 @@ func (c *common) logger(w io.Writer, name string) *slog.Logger {
 
 // parse parses args into fs and validates with check; it prints the
 // configuration and returns flag.ErrHelp-like nil stop when --check-config.
-func parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *common, check func() []error) (stop bool, err error) {
+func parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *common, check func() checks) (stop bool, err error) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
@@ -142,20 +140,30 @@ func parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *common, check fu
 	return false, nil
 }
 
-// ensureTopics creates (or, with create false, checks) the topics and logs
-// what differs from the spec. It fails only when a topic is missing and could
-// not be created.
-func ensureTopics(ctx context.Context, opts []kgo.Opt, specs []kafka.TopicSpec, create bool, log *slog.Logger) error {
+// provision creates (or, with create false, only checks) the topics of
+// specs on a short-lived client and reports what it found.
+func provision(ctx context.Context, opts []kgo.Opt, specs []kafka.TopicSpec, create bool) ([]kafka.TopicStatus, error) {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	st, err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), specs, create)
 	if err != nil {
-		return fmt.Errorf("topics: %w", err)
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	return st, nil
+}
+
+// ensureTopics provisions the topics a service needs at its start and logs
+// what differs from the spec. It fails only when it cannot reach the
+// brokers or create a missing topic.
+func ensureTopics(ctx context.Context, opts []kgo.Opt, specs []kafka.TopicSpec, create bool, log *slog.Logger) error {
+	st, err := provision(ctx, opts, specs, create)
+	if err != nil {
+		return err
 	}
 	for _, s := range st {
 		switch {
@@ -168,6 +176,29 @@ func ensureTopics(ctx context.Context, opts []kgo.Opt, specs []kafka.TopicSpec, 
 		}
 	}
 	return nil
+}
+
+// checks collects configuration problems, each naming its flag.
+type checks []error
+
+func (c *checks) add(flag, format string, args ...any) {
+	*c = append(*c, cli.Errorf(flag, format, args...))
+}
+
+// intRange reports v outside [lo, hi].
+func (c *checks) intRange(flag string, v, lo, hi int) {
+	if v < lo || v > hi {
+		c.add(flag, "%d: want %d to %d", v, lo, hi)
+	}
+}
+
+// tiers parses a tier list, reporting a bad one.
+func (c *checks) tiers(flag, raw string) tiers.Table {
+	t, err := tiers.Parse(raw)
+	if err != nil {
+		c.add(flag, "%v", err)
+	}
+	return t
 }
 
 // Topic retentions of TopicSpecs.

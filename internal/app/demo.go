@@ -10,14 +10,12 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/router"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -76,39 +74,27 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 		}
 		return nil, UsageError{err}
 	}
-	var errs []error
+	var errs checks
 	port, err := listenPort(c.listen)
 	if err != nil {
-		errs = append(errs, cli.Errorf("listen", "%v", err))
+		errs.add("listen", "%v", err)
 	}
 	c.port = port
-	table, err := tiers.Parse(rawTiers)
-	if err != nil {
-		errs = append(errs, cli.Errorf("tiers", "%v", err))
-	}
-	c.tiers = table
-	if c.orders < 0 || c.orders > 1_000_000 {
-		errs = append(errs, cli.Errorf("orders", "%d: want 0 to 1000000", c.orders))
-	}
-	if rate < 1 || rate > 100_000 {
-		errs = append(errs, cli.Errorf("rate", "%d: want 1 to 100000", rate))
-	}
+	c.tiers = errs.tiers("tiers", rawTiers)
+	errs.intRange("orders", c.orders, 0, 1_000_000)
+	errs.intRange("rate", rate, 1, 100_000)
 	c.rate = float64(rate)
 	if c.minDelay < 0 || c.maxDelay < c.minDelay || c.maxDelay > time.Hour {
-		errs = append(errs, cli.Errorf("max-delay", "want 0 <= --min-delay <= --max-delay <= 1h"))
+		errs.add("max-delay", "want 0 <= --min-delay <= --max-delay <= 1h")
 	}
-	if paidPct < 0 || paidPct > 100 {
-		errs = append(errs, cli.Errorf("paid-percent", "%d: want 0 to 100", paidPct))
-	}
+	errs.intRange("paid-percent", paidPct, 0, 100)
 	c.paid = float64(paidPct) / 100
-	if c.partitions < 1 || c.partitions > 1000 {
-		errs = append(errs, cli.Errorf("partitions", "%d: want 1 to 1000", c.partitions))
-	}
+	errs.intRange("partitions", c.partitions, 1, 1000)
 	if _, err := parseLevel(c.logLevel); err != nil {
-		errs = append(errs, cli.Errorf("log-level", "%v", err))
+		errs.add("log-level", "%v", err)
 	}
 	if c.orders == 0 && !c.serve {
-		errs = append(errs, cli.Errorf("orders", "0 orders without --serve has nothing to do"))
+		errs.add("orders", "0 orders without --serve has nothing to do")
 	}
 	if err := fs.Explain(errs); err != nil {
 		return nil, UsageError{err}
@@ -134,7 +120,7 @@ func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer broker.Close()
 	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
-	if err := createTopics(ctx, seed, tiers.DefaultPrefix, c.tiers, c.partitions); err != nil {
+	if _, err := provision(ctx, seed, TopicSpecs(DefaultTopicSet(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
 		return err
 	}
 
@@ -290,17 +276,4 @@ func startPipeline(ctx context.Context, seed []kgo.Opt, table tiers.Table, c clo
 func (p *pipeline) stop() error {
 	p.cancel()
 	return p.g.Wait()
-}
-
-// createTopics creates the pipeline's topics on a fresh embedded broker.
-func createTopics(ctx context.Context, seed []kgo.Opt, prefix string, table tiers.Table, partitions int) error {
-	cl, err := kgo.NewClient(seed...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err = kafka.EnsureTopics(ctx, kadm.NewClient(cl), TopicSpecs(DefaultTopicSet(prefix, table), int32(partitions), -1), true)
-	return err
 }

@@ -53,18 +53,12 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 	fs.DurationVar(&r.CommitInterval, "commit-interval", env("commit-interval"), router.DefaultCommitInterval, "how often offsets are committed")
 	fs.DurationVar(&r.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), router.DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
 	fs.DurationVar(&r.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), router.DefaultShutdownTimeout, "bound on a graceful stop")
-	stop, err := parse(fs, args, stdout, &c.common, func() []error {
-		var errs []error
-		table, err := tiers.Parse(c.tiers)
-		if err != nil {
-			errs = append(errs, cli.Errorf("tiers", "%v", err))
-		}
-		r.Tiers = table
-		if fetchBytes < 1<<10 || fetchBytes > 1<<30 {
-			errs = append(errs, cli.Errorf("fetch-partition-bytes", "%d: want 1024 to 1073741824", fetchBytes))
-		}
+	stop, err := parse(fs, args, stdout, &c.common, func() checks {
+		var errs checks
+		r.Tiers = errs.tiers("tiers", c.tiers)
+		errs.intRange("fetch-partition-bytes", fetchBytes, 1<<10, 1<<30)
 		r.FetchPartitionBytes = int32(fetchBytes)
-		if err == nil {
+		if r.Tiers.Len() > 0 {
 			// Only the topic names derive from the prefix; every other
 			// flag has its default already, so a zero is the user's and
 			// is reported rather than replaced.

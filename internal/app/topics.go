@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
@@ -53,16 +48,11 @@ func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return UsageError{err}
 	}
-	errs := kc.Validate(fs)
-	table, err := tiers.Parse(rawTiers)
-	if err != nil {
-		errs = append(errs, cli.Errorf("tiers", "%v", err))
-	}
-	if partitions < 1 {
-		errs = append(errs, cli.Errorf("partitions", "%d: must be at least 1", partitions))
-	}
-	if replication == 0 || replication < -1 {
-		errs = append(errs, cli.Errorf("replication-factor", "%d: want -1 or at least 1", replication))
+	errs := checks(kc.Validate(fs))
+	table := errs.tiers("tiers", rawTiers)
+	errs.intRange("partitions", partitions, 1, 10_000)
+	if replication == 0 || replication < -1 || replication > 32 {
+		errs.add("replication-factor", "%d: want -1 (broker default) or 1 to 32", replication)
 	}
 	if err := fs.Explain(errs); err != nil {
 		return UsageError{err}
@@ -71,17 +61,9 @@ func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(opts...)
+	st, err := provision(ctx, opts, TopicSpecs(DefaultTopicSet(prefix, table), int32(partitions), int16(replication)), !check)
 	if err != nil {
 		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	specs := TopicSpecs(DefaultTopicSet(prefix, table), int32(partitions), int16(replication))
-	st, err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), specs, !check)
-	if err != nil {
-		return fmt.Errorf("topics: %w", err)
 	}
 	kafka.FormatStatus(stdout, st)
 	for _, s := range st {
