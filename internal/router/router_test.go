@@ -229,3 +229,50 @@ func TestPastDueFiresAtOnce(t *testing.T) {
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
 	b.read(t, b.cfg.Target, "late", 1)
 }
+
+// TestTimerFullWaitsAtHead: with the in-memory timer full, a record due
+// before its tier wait ends waits at the head of its partition instead, and
+// still fires at its due time.
+func TestTimerFullWaitsAtHead(t *testing.T) {
+	table, _ := tiers.Parse("10s")
+	b := setup(t, Config{Tiers: table, TimerCapacity: 1})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	for i, d := range []time.Duration{2 * time.Second, 3 * time.Second, 4 * time.Second} {
+		b.produce(t, topic, "k"+strconv.Itoa(i), t0, t0.Add(d))
+	}
+	b.waitArmed(t)
+	before := b.router.Stats()
+	for i := range 3 {
+		b.clock.Advance(time.Second)
+		if i == 0 {
+			b.clock.Advance(time.Second) // to t0+2s
+		}
+		b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+int64(i)+1 })
+		out := b.read(t, b.cfg.Target, "k"+strconv.Itoa(i), 1)[0]
+		want := tiers.FormatMillis(t0.Add(time.Duration(i+2) * time.Second))
+		if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(want) {
+			t.Errorf("k%d forwarded at %s, want %s", i, v, want)
+		}
+		if i < 2 {
+			b.waitArmed(t)
+		}
+	}
+}
+
+// TestPauseWhenFull: a partition that holds MaxHeldPerPartition records is
+// paused, and resumed once they drain.
+func TestPauseWhenFull(t *testing.T) {
+	table, _ := tiers.Parse("5s")
+	b := setup(t, Config{Tiers: table, MaxHeldPerPartition: 4})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 5*time.Second)
+	for i := range 6 {
+		b.produce(t, topic, "k"+strconv.Itoa(i), t0, t0.Add(5*time.Second))
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Paused == 1 })
+	before := b.router.Stats()
+	b.waitArmed(t)
+	b.clock.Advance(5 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+6 && s.Paused == 0 })
+}
