@@ -198,8 +198,8 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
 	res, err := c.closer.Close(cctx, task)
 	cancel()
-	if err == nil && res.Outcome == "" {
-		err = closer.Permanent(errors.New("closer returned no outcome"))
+	if err == nil && !res.Outcome.Final() {
+		err = closer.Permanent(fmt.Errorf("closer returned outcome %q without an error", res.Outcome))
 	}
 	now := c.clock.Now()
 	ev := outcome.Event{

@@ -62,20 +62,31 @@ func (f *Fake) Now() time.Time {
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-	for t := range f.timers {
-		if !t.at.After(f.now) {
-			delete(f.timers, t)
+	f.setLocked(f.now.Add(d))
+}
+
+// Set moves the clock to t and fires the timers that are due; a t before Now
+// leaves the clock where it is.
+func (f *Fake) Set(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t.After(f.now) {
+		f.setLocked(t)
+	}
+}
+
+func (f *Fake) setLocked(t time.Time) {
+	f.now = t
+	for timer := range f.timers {
+		if !timer.at.After(f.now) {
+			delete(f.timers, timer)
 			select {
-			case t.c <- f.now:
+			case timer.c <- f.now:
 			default:
 			}
 		}
 	}
 }
-
-// Set moves the clock to t (which must not be before Now) and fires timers.
-func (f *Fake) Set(t time.Time) { f.Advance(t.Sub(f.Now())) }
 
 // Armed returns how many timers are waiting to fire.
 func (f *Fake) Armed() int {

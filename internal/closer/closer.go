@@ -39,6 +39,16 @@ const (
 	Failed Outcome = "failed"
 )
 
+// Final reports whether o is the outcome of a close that needs nothing more:
+// Closed, AlreadyClosed, Skipped or NotFound.
+func (o Outcome) Final() bool {
+	switch o {
+	case Closed, AlreadyClosed, Skipped, NotFound:
+		return true
+	}
+	return false
+}
+
 // Result is the outcome of a close with an optional detail ("PAID").
 type Result struct {
 	Outcome Outcome
@@ -48,7 +58,8 @@ type Result struct {
 // Closer applies a close. Close must be idempotent: the same task may be
 // delivered more than once after a crash, and a second close must report
 // AlreadyClosed (or Skipped) without changing anything. A returned error is
-// retryable unless wrapped with Permanent. Close must honour ctx.
+// retryable unless wrapped with Permanent; a nil error must come with a
+// final outcome (see Outcome.Final). Close must honour ctx.
 type Closer interface {
 	Close(ctx context.Context, t Task) (Result, error)
 }
