@@ -384,7 +384,7 @@ func TestCloseFailed(t *testing.T) {
 			t.Errorf("%s: due header %q not kept", id, v)
 		}
 	}
-	if s := b.c.Stats(); s != (Stats{Closed: 1, Failed: 3, DeadLettered: 3}) {
+	if s := b.c.Stats(); s != (Stats{Closed: 1, Failed: 5, DeadLettered: 5}) {
 		t.Errorf("stats %+v", s)
 	}
 }
