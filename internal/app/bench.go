@@ -247,8 +247,9 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case <-drain.C:
 			done = true
 		case <-tick.C:
-			snap := t.snapshot()
-			fmt.Fprintf(stderr, "bench: %5.0fs fired %d/%d, lateness p99 %d ms\n", time.Since(start).Seconds(), snap.Tasks, produced, snap.Late.P99)
+			snap, w := t.snapshot(), t.takeWindow()
+			fmt.Fprintf(stderr, "bench: %5.0fs fired %d/%d, lateness p99 %d ms (last second: p99 %d, max %d)\n",
+				time.Since(start).Seconds(), snap.Tasks, produced, snap.Late.P99, w.P99, w.Max)
 			done = snap.Tasks >= produced
 		}
 	}
@@ -300,8 +301,9 @@ func pace(ctx context.Context, n, rate int, stderr io.Writer, t *tally, schedule
 			if now.Sub(lastReport) >= time.Second {
 				lastReport = now
 				if t != nil {
-					snap := t.snapshot()
-					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d, fired %d, lateness p99 %d ms\n", now.Sub(start).Seconds(), i, n, snap.Tasks, snap.Late.P99)
+					snap, w := t.snapshot(), t.takeWindow()
+					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d, fired %d, lateness p99 %d ms (last second: p99 %d, max %d)\n",
+						now.Sub(start).Seconds(), i, n, snap.Tasks, snap.Late.P99, w.P99, w.Max)
 				} else {
 					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d\n", now.Sub(start).Seconds(), i, n)
 				}

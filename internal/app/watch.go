@@ -19,6 +19,7 @@ type tally struct {
 	seen     map[string]int
 	outcomes map[string]int // outcome -> first events
 	late     []int64        // ms, first event per task
+	window   []int64        // ms, first events since the last takeWindow
 	early    int
 	dups     int
 	invalid  int
@@ -41,6 +42,7 @@ func (t *tally) add(ev outcome.Event) {
 	if first {
 		t.outcomes[ev.Outcome]++
 		t.late = append(t.late, ev.LatenessMs)
+		t.window = append(t.window, ev.LatenessMs)
 		if ev.LatenessMs > lateSampleMs && len(t.lateSample) < cap(t.lateSample) {
 			t.lateSample = append(t.lateSample, ev)
 		}
@@ -110,6 +112,16 @@ type percentiles struct {
 	P99  int64 `json:"p99"`
 	P999 int64 `json:"p999"`
 	Max  int64 `json:"max"`
+}
+
+// takeWindow returns the percentiles of the lateness recorded since the last
+// call.
+func (t *tally) takeWindow() percentiles {
+	t.mu.Lock()
+	w := t.window
+	t.window = nil
+	t.mu.Unlock()
+	return percentilesOf(w)
 }
 
 func (t *tally) snapshot() snapshot {

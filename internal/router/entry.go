@@ -9,21 +9,22 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// entry is one delay record the router holds: either at or behind the head of
-// its partition's queue, waiting out its tier, or in the in-memory timer,
-// waiting for its due time.
+// entry is one delay record the router holds: waiting out its tier, or in
+// the in-memory timer waiting for its due time.
 type entry struct {
 	rec   *kgo.Record
 	meta  tiers.Meta
 	part  *partition
 	ready time.Time // when to act on it: tier wait over, or due
-	timer bool      // held in the in-memory timer rather than the queue
+	timer bool      // held in the in-memory timer, not waiting out its tier
 	idx   int       // index in wakeHeap; -1 when not in it
 }
 
-// wakeHeap orders the entries the router waits on by ready time: every timer
-// entry, and the head of every partition queue. One clock timer is armed for
-// its minimum.
+// wakeHeap orders every entry the router holds by ready time; one clock
+// timer is armed for its minimum. Ready times in a delay topic rise with the
+// offset only roughly (a producer's linger or clock puts a record behind one
+// that is ready a few milliseconds later), so a record is never made to wait
+// for the records before it in its partition.
 type wakeHeap []*entry
 
 func (h wakeHeap) Len() int           { return len(h) }

@@ -276,7 +276,7 @@ func (r *Router) take(fs kgo.Fetches) {
 			p.track.Add(rec.Offset)
 			r.arrive(p, rec, now)
 		}
-		if !p.paused && len(p.queue) >= r.cfg.MaxHeldPerPartition {
+		if !p.paused && p.waiting >= r.cfg.MaxHeldPerPartition {
 			p.paused = true
 			r.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 			r.stats.paused.Add(1)
@@ -320,17 +320,14 @@ func (r *Router) arrive(p *partition, rec *kgo.Record, now time.Time) {
 	e.ready = rec.Timestamp.Add(p.tier)
 	if m.Due.Before(e.ready) {
 		// Due before its tier wait ends (a delay shorter than the smallest
-		// tier): into the timer if it is near and there is room, so it does
-		// not wait behind records that came before it.
+		// tier): into the timer if it is near and there is room.
 		e.ready = m.Due
 		if m.Due.Sub(now) < r.cfg.Tiers.Smallest() && r.hold(e) {
 			return
 		}
 	}
-	p.queue = append(p.queue, e)
-	if len(p.queue) == 1 {
-		r.wake.push(e)
-	}
+	p.waiting++
+	r.wake.push(e)
 }
 
 // hold puts e into the in-memory timer, if it has room.
@@ -356,19 +353,16 @@ func (r *Router) fire(now time.Time) {
 			r.forward(e, now)
 			continue
 		}
-		// e is its partition's queue head, done waiting out its tier.
+		// e has waited out its tier.
 		remaining := e.meta.Due.Sub(now)
 		if remaining > 0 && remaining < r.cfg.Tiers.Smallest() && r.timerHeld >= r.cfg.TimerCapacity {
-			// The timer is full: wait at the head until due. The partition
-			// stops fetching once its queue is full.
+			// The timer is full: e waits where it is until due, and keeps
+			// counting towards pausing its partition.
 			e.ready = e.meta.Due
 			r.wake.push(e)
 			continue
 		}
-		p.popHead()
-		if next := p.head(); next != nil {
-			r.wake.push(next)
-		}
+		p.waiting--
 		switch {
 		case remaining <= 0:
 			r.forward(e, now)
@@ -377,7 +371,7 @@ func (r *Router) fire(now time.Time) {
 		default:
 			r.hop(e, r.cfg.Tiers.Pick(remaining), now)
 		}
-		if p.paused && len(p.queue) <= r.cfg.MaxHeldPerPartition/2 {
+		if p.paused && p.waiting <= r.cfg.MaxHeldPerPartition/2 {
 			p.paused = false
 			r.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 			r.stats.paused.Add(-1)
@@ -531,27 +525,22 @@ func (r *Router) handOff(p *partition, now time.Time) {
 // stays below them and the records are read again.
 func (r *Router) dropHeld(p *partition) { r.takeHeld(p) }
 
-// takeHeld removes p's queue and timer entries from the router and returns
-// them, queue first.
+// takeHeld removes every entry of p from the router and returns them.
 func (r *Router) takeHeld(p *partition) []*entry {
-	held := p.queue
-	p.queue = nil
-	if len(held) > 0 {
-		r.wake.remove(held[0]) // only the head is in the heap
+	if p.waiting+p.timed == 0 {
+		return nil
 	}
-	if p.timed > 0 {
-		n := len(held)
-		for _, e := range r.wake {
-			if e.part == p && e.timer {
-				held = append(held, e)
-			}
+	var held []*entry
+	for _, e := range r.wake {
+		if e.part == p {
+			held = append(held, e)
 		}
-		for _, e := range held[n:] {
-			r.wake.remove(e)
-		}
-		r.timerHeld -= p.timed
-		p.timed = 0
 	}
+	for _, e := range held {
+		r.wake.remove(e)
+	}
+	r.timerHeld -= p.timed
+	p.waiting, p.timed = 0, 0
 	return held
 }
 

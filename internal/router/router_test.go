@@ -230,10 +230,10 @@ func TestPastDueFiresAtOnce(t *testing.T) {
 	b.read(t, b.cfg.Target, "late", 1)
 }
 
-// TestTimerFullWaitsAtHead: with the in-memory timer full, a record due
-// before its tier wait ends waits at the head of its partition instead, and
-// still fires at its due time.
-func TestTimerFullWaitsAtHead(t *testing.T) {
+// TestTimerFullWaitsInPlace: with the in-memory timer full, a record due
+// before its tier wait ends waits with the records of its partition instead
+// (counting towards pausing it), and still fires at its due time.
+func TestTimerFullWaitsInPlace(t *testing.T) {
 	table, _ := tiers.Parse("10s")
 	b := setup(t, Config{Tiers: table, TimerCapacity: 1})
 	t0 := b.clock.Now()
@@ -275,4 +275,28 @@ func TestPauseWhenFull(t *testing.T) {
 	b.waitArmed(t)
 	b.clock.Advance(5 * time.Second)
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+6 && s.Paused == 0 })
+}
+
+// TestOutOfOrderReady: ready times rise with the offset only roughly (a
+// producer's linger appends a record after one that a faster producer
+// stamped later). The earlier-ready record must not wait for the one before
+// it in the partition.
+func TestOutOfOrderReady(t *testing.T) {
+	table, _ := tiers.Parse("5s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 5*time.Second)
+	b.produce(t, topic, "stamped-later", t0.Add(10*time.Millisecond), t0.Add(20*time.Second))
+	b.produce(t, topic, "due-first", t0, t0.Add(5*time.Second))
+	b.waitArmed(t)
+	before := b.router.Stats()
+	b.clock.Advance(5 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
+	out := b.read(t, b.cfg.Target, "due-first", 1)[0]
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(t0.Add(5*time.Second))) {
+		t.Errorf("forwarded at %s, want the due time %d", v, t0.Add(5*time.Second).UnixMilli())
+	}
+	if s := b.router.Stats(); s.Hopped != before.Hopped {
+		t.Errorf("the later record hopped before its tier wait ended: %+v", s)
+	}
 }
