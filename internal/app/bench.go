@@ -39,6 +39,13 @@ due time. Progress goes to stderr, the JSON line to stdout.
 Workloads (--delays): a duration ("5s": every order due that long after it is
 scheduled), or "mix": 50% exactly 5s, 30% uniform 2s-20s, 20% exactly 30s.
 
+The JSON line: orders, fired (orders with an outcome), lost (without one),
+duplicates (outcomes beyond the first), early (closed before due: must be 0),
+lateness_ms (p50, p90, p99, p999, max), schedule_rate (orders/s produced),
+fire_rate (closes/s from the first close to the last) and fire_rate_peak (most
+closes in one second), peak RSS and CPU seconds of the router and canceller.
+It exits 1 when an order is lost or early.
+
 With --pending-steps the bench measures memory instead: it schedules orders
 due far ahead (--pending-delay) and samples the router's RSS as the pending
 deadlines reach each step.
@@ -150,7 +157,8 @@ type benchResult struct {
 	Early           int         `json:"early"`
 	LatenessMs      percentiles `json:"lateness_ms"`
 	ScheduleRate    float64     `json:"schedule_rate"`
-	FireRate        float64     `json:"fire_rate"`
+	FireRate        float64     `json:"fire_rate"`      // closes per second from the first to the last
+	FireRatePeak    int         `json:"fire_rate_peak"` // most closes in one progress second
 	RouterPeakRSS   float64     `json:"router_peak_rss_mb"`
 	CancellerPeak   float64     `json:"canceller_peak_rss_mb"`
 	RouterCPU       float64     `json:"router_cpu_s"`
@@ -222,7 +230,8 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	wl, _ := newWorkload(c.delays)
 	rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), 1))
 	var maxDelay time.Duration
-	produced, err := pace(ctx, c.orders, c.rate, stderr, t, func(i int) {
+	var fires peak
+	produced, err := pace(ctx, c.orders, c.rate, stderr, t, &fires, func(i int) {
 		d := wl(rng)
 		maxDelay = max(maxDelay, d)
 		s.ScheduleAsync(ctx, tiers.Task{ID: "bench-" + strconv.Itoa(i), Due: time.Now().Add(d)}, nil)
@@ -247,7 +256,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case <-drain.C:
 			done = true
 		case <-tick.C:
-			snap, w := t.snapshot(), t.takeWindow()
+			snap, w := t.snapshot(), fires.take(t)
 			fmt.Fprintf(stderr, "bench: %5.0fs fired %d/%d, lateness p99 %d ms (last second: p99 %d, max %d)\n",
 				time.Since(start).Seconds(), snap.Tasks, produced, snap.Late.P99, w.P99, w.Max)
 			done = snap.Tasks >= produced
@@ -272,6 +281,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if span := lastFire.Sub(firstFire).Seconds(); span > 0 {
 		res.FireRate = round(float64(snap.Tasks) / span)
 	}
+	res.FireRatePeak = fires.max
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
@@ -283,7 +293,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // pace calls schedule(i) for i in [0, n) at rate per second, printing
 // progress every second, and returns how many it scheduled.
-func pace(ctx context.Context, n, rate int, stderr io.Writer, t *tally, schedule func(i int)) (int, error) {
+func pace(ctx context.Context, n, rate int, stderr io.Writer, t *tally, fires *peak, schedule func(i int)) (int, error) {
 	start := time.Now()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
@@ -301,7 +311,7 @@ func pace(ctx context.Context, n, rate int, stderr io.Writer, t *tally, schedule
 			if now.Sub(lastReport) >= time.Second {
 				lastReport = now
 				if t != nil {
-					snap, w := t.snapshot(), t.takeWindow()
+					snap, w := t.snapshot(), fires.take(t)
 					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d, fired %d, lateness p99 %d ms (last second: p99 %d, max %d)\n",
 						now.Sub(start).Seconds(), i, n, snap.Tasks, snap.Late.P99, w.P99, w.Max)
 				} else {
@@ -311,6 +321,15 @@ func pace(ctx context.Context, n, rate int, stderr io.Writer, t *tally, schedule
 		}
 	}
 	return i, nil
+}
+
+// peak keeps the most first closes seen in one progress interval (a second).
+type peak struct{ max int }
+
+func (p *peak) take(t *tally) percentiles {
+	w, n := t.takeWindow()
+	p.max = max(p.max, n)
+	return w
 }
 
 // memoryStep is one sample of the memory run.
@@ -326,7 +345,7 @@ func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *
 	scheduled := 0
 	due := time.Now().Add(c.pendingDelay)
 	for _, step := range c.pendingSteps {
-		n, err := pace(ctx, step-scheduled, c.rate, stderr, nil, func(i int) {
+		n, err := pace(ctx, step-scheduled, c.rate, stderr, nil, nil, func(i int) {
 			s.ScheduleAsync(ctx, tiers.Task{ID: "pending-" + strconv.Itoa(scheduled+i), Due: due}, nil)
 		})
 		scheduled += n

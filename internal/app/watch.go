@@ -114,14 +114,14 @@ type percentiles struct {
 	Max  int64 `json:"max"`
 }
 
-// takeWindow returns the percentiles of the lateness recorded since the last
-// call.
-func (t *tally) takeWindow() percentiles {
+// takeWindow returns the percentiles and the count of the first closes
+// recorded since the last call.
+func (t *tally) takeWindow() (percentiles, int) {
 	t.mu.Lock()
 	w := t.window
 	t.window = nil
 	t.mu.Unlock()
-	return percentilesOf(w)
+	return percentilesOf(w), len(w)
 }
 
 func (t *tally) snapshot() snapshot {

@@ -139,7 +139,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		// A resumed partition is fetched only when the fetch in flight
 		// returns; with every other partition paused or idle that takes
 		// FetchMaxWait (kgo's default is 5s), so keep it short.
-		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.FetchMaxWait(25 * time.Millisecond),
 		// Produces are acknowledged by all in-sync replicas, idempotent and
 		// retried without limit while the error is retriable (kgo's
 		// defaults): a broker outage stalls the router, it does not turn
