@@ -93,7 +93,8 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
-	cn, err := canceller.New(k, canceller.Options{Kafka: opts, Logger: log, Closer: closers[c.Closer](log)})
+	tel := newTelemetry()
+	cn, err := canceller.New(k, canceller.Options{Kafka: append(opts, tel.hook()), Logger: log, Closer: closers[c.Closer](log), Registerer: tel.reg})
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,8 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, c.Pprof, log) })
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, tel.reg, c.Pprof, log) })
+	g.Go(func() error { tel.watchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))
 	return err

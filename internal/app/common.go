@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -39,6 +41,7 @@ type common struct {
 	Replication    int
 	SessionTimeout time.Duration
 	Pprof          bool
+	LagInterval    time.Duration
 }
 
 func env(flag string) string {
@@ -48,7 +51,7 @@ func env(flag string) string {
 func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	c.Kafka.RegisterFlags(fs, name)
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
-		"`address` of the HTTP server for /healthz and /readyz; empty disables it")
+		"`address` of the HTTP server for /healthz, /readyz and /metrics; empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format"), "text", "log `format`: text or json")
 	fs.BoolVar(&c.CheckConfig, "check-config", env("check-config"), false,
@@ -60,6 +63,7 @@ func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	fs.IntVar(&c.Replication, "replication-factor", env("replication-factor"), -1,
 		"replication factor of topics created at start; -1 uses the broker default")
 	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
+	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), defaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
 		"consumer group session timeout: how long a crashed instance keeps its partitions")
 }
@@ -80,6 +84,9 @@ func (c *common) validate(fs *cli.FlagSet) checks {
 	errs.intRange("partitions", c.Partitions, 1, 10_000)
 	if c.Replication == 0 || c.Replication < -1 || c.Replication > 32 {
 		errs.add("replication-factor", "%d: want -1 (broker default) or 1 to 32", c.Replication)
+	}
+	if c.LagInterval < 100*time.Millisecond {
+		errs.add("lag-interval", "%v: want at least 100ms", c.LagInterval)
 	}
 	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
 		errs.add("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
@@ -248,14 +255,15 @@ func DefaultTopicSet(prefix string, table tiers.Table) TopicSet {
 		Outcomes: tiers.OutcomesTopic(prefix), DeadLetter: tiers.DeadLetterTopic(prefix)}
 }
 
-// serveHTTP serves /healthz (the process is up), /readyz (ready() is true)
-// and, with pprofOn, Go's profiles on addr until ctx is canceled.
-func serveHTTP(ctx context.Context, addr string, ready func() bool, pprofOn bool, log *slog.Logger) error {
+// serveHTTP serves /healthz (the process is up), /readyz (ready() is true),
+// /metrics and, with pprofOn, Go's profiles on addr until ctx is canceled.
+func serveHTTP(ctx context.Context, addr string, ready func() bool, gatherer prometheus.Gatherer, pprofOn bool, log *slog.Logger) error {
 	if addr == "" {
 		<-ctx.Done()
 		return nil
 	}
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

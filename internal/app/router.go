@@ -91,7 +91,8 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
-	rt, err := router.New(r, router.Options{Kafka: opts, Logger: log})
+	tel := newTelemetry()
+	rt, err := router.New(r, router.Options{Kafka: append(opts, tel.hook()), Logger: log, Registerer: tel.reg})
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,8 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, c.Pprof, log) })
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, tel.reg, c.Pprof, log) })
+	g.Go(func() error { tel.watchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))
 	return err

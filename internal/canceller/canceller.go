@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -37,8 +38,9 @@ type Canceller struct {
 	// periodic committer and the revoke callback.
 	commitMu sync.Mutex
 
-	ready atomic.Bool
-	stats stats
+	ready   atomic.Bool
+	stats   stats
+	metrics *metrics
 }
 
 type tp struct {
@@ -56,6 +58,8 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives the canceller's logs; default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the canceller's Prometheus series; default none.
+	Registerer prometheus.Registerer
 }
 
 // New returns a canceller for cfg; cfg is completed with WithDefaults and
@@ -77,12 +81,16 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	if o.Closer == nil {
 		o.Closer = closer.Log{Logger: o.Logger}
 	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
 	c := &Canceller{
-		cfg:    cfg,
-		clock:  o.Clock,
-		log:    o.Logger,
-		closer: o.Closer,
-		parts:  make(map[tp]*offsets.Tracker),
+		metrics: newMetrics(o.Registerer, cfg.DefaultKind),
+		cfg:     cfg,
+		clock:   o.Clock,
+		log:     o.Logger,
+		closer:  o.Closer,
+		parts:   make(map[tp]*offsets.Tracker),
 	}
 	opts := append([]kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
@@ -186,6 +194,12 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 
 	m, err := tiers.DecodeRecord(r)
 	if err != nil {
+		reason := "invalid"
+		var inv *tiers.InvalidError
+		if errors.As(err, &inv) {
+			reason = string(inv.Reason)
+		}
+		c.metrics.deadLetters.WithLabelValues(reason).Inc()
 		c.stats.deadLettered.Add(1)
 		c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 		c.produce(r, []*kgo.Record{c.deadLetter(r, err)})
@@ -196,7 +210,10 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 		task.Kind = c.cfg.DefaultKind
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
+	c.metrics.inFlight.Inc()
+	started := c.clock.Now()
 	res, err := c.closer.Close(cctx, task)
+	c.metrics.inFlight.Dec()
 	cancel()
 	if err == nil && !res.Outcome.Final() {
 		err = closer.Permanent(fmt.Errorf("closer returned outcome %q without an error", res.Outcome))
@@ -213,10 +230,18 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 	if err != nil {
 		ev.Outcome, ev.Error = string(closer.Failed), err.Error()
 		c.log.Warn("close failed", "task", task.ID, "kind", task.Kind, "err", err)
-		out = append(out, c.deadLetter(r, fmt.Errorf("close_failed: %w", err)))
+		out = append(out, c.deadLetter(r, fmt.Errorf("%s: %w", reasonCloseFailed, err)))
 		c.stats.deadLettered.Add(1)
+		c.metrics.deadLetters.WithLabelValues(reasonCloseFailed).Inc()
 	}
 	c.stats.count(closer.Outcome(ev.Outcome))
+	c.metrics.closes.WithLabelValues(task.Kind, ev.Outcome).Inc()
+	c.metrics.duration.WithLabelValues(task.Kind).Observe(now.Sub(started).Seconds())
+	if late := now.Sub(m.Due); late < 0 {
+		c.metrics.early.Inc()
+	} else {
+		c.metrics.lateness.WithLabelValues(task.Kind).Observe(late.Seconds())
+	}
 	val, merr := ev.Marshal()
 	if merr != nil {
 		panic(merr) // an Event of strings and integers always marshals

@@ -3,6 +3,8 @@ package router
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hourglass/hourglass/internal/offsets"
 )
 
@@ -16,6 +18,11 @@ type tp struct {
 type partition struct {
 	tp
 	tier time.Duration
+
+	// This partition's series, looked up once.
+	heldGauge prometheus.Gauge
+	forwarded prometheus.Counter
+	overrun   prometheus.Observer
 
 	// waiting counts the records held waiting out their tier (in the wake
 	// heap, not in the timer); it decides when the partition is paused.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -49,8 +50,9 @@ type Router struct {
 	// before a revoke never lands after the revoke's own commit.
 	commitMu sync.Mutex
 
-	ready atomic.Bool
-	stats stats
+	ready   atomic.Bool
+	stats   stats
+	metrics *metrics
 }
 
 type polled struct {
@@ -76,6 +78,7 @@ const (
 type completion struct {
 	e    *entry
 	kind produceKind
+	to   time.Duration // the tier of a hop
 	err  error
 }
 
@@ -87,6 +90,8 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives the router's logs; default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the router's Prometheus series; default none.
+	Registerer prometheus.Registerer
 }
 
 // New returns a router for cfg; cfg is completed with WithDefaults and
@@ -102,7 +107,11 @@ func New(cfg Config, o Options) (*Router, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
 	r := &Router{
+		metrics:  newMetrics(o.Registerer, cfg.Tiers),
 		cfg:      cfg,
 		clock:    o.Clock,
 		log:      o.Logger,
@@ -280,6 +289,7 @@ func (r *Router) take(fs kgo.Fetches) {
 			p.paused = true
 			r.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 			r.stats.paused.Add(1)
+			r.metrics.paused.Inc()
 		}
 	})
 }
@@ -294,7 +304,12 @@ func (r *Router) part(topic string, id int32) *partition {
 		r.log.Error("records from a topic that is not a delay topic", "topic", topic)
 		return nil
 	}
-	p := &partition{tp: k, tier: tier, track: offsets.NewTracker()}
+	name := tiers.Name(tier)
+	p := &partition{tp: k, tier: tier, track: offsets.NewTracker(),
+		heldGauge: r.metrics.held.WithLabelValues(name),
+		forwarded: r.metrics.forwarded.WithLabelValues(name),
+		overrun:   r.metrics.overrun.WithLabelValues(name),
+	}
 	r.parts[k] = p
 	return p
 }
@@ -327,6 +342,7 @@ func (r *Router) arrive(p *partition, rec *kgo.Record, now time.Time) {
 		}
 	}
 	p.waiting++
+	p.heldGauge.Inc()
 	r.wake.push(e)
 }
 
@@ -338,6 +354,7 @@ func (r *Router) hold(e *entry) bool {
 	e.timer, e.ready = true, e.meta.Due
 	r.timerHeld++
 	e.part.timed++
+	r.metrics.timer.Inc()
 	r.wake.push(e)
 	return true
 }
@@ -350,10 +367,12 @@ func (r *Router) fire(now time.Time) {
 		if e.timer {
 			r.timerHeld--
 			p.timed--
+			r.metrics.timer.Dec()
 			r.forward(e, now)
 			continue
 		}
-		// e has waited out its tier.
+		// e has waited out its tier (or is due).
+		p.overrun.Observe(now.Sub(e.ready).Seconds())
 		remaining := e.meta.Due.Sub(now)
 		if remaining > 0 && remaining < r.cfg.Tiers.Smallest() && r.timerHeld >= r.cfg.TimerCapacity {
 			// The timer is full: e waits where it is until due, and keeps
@@ -363,6 +382,7 @@ func (r *Router) fire(now time.Time) {
 			continue
 		}
 		p.waiting--
+		p.heldGauge.Dec()
 		switch {
 		case remaining <= 0:
 			r.forward(e, now)
@@ -375,6 +395,7 @@ func (r *Router) fire(now time.Time) {
 			p.paused = false
 			r.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 			r.stats.paused.Add(-1)
+			r.metrics.paused.Dec()
 		}
 	}
 }
@@ -385,12 +406,20 @@ func (r *Router) forward(e *entry, now time.Time) {
 	if target == "" {
 		target = r.cfg.Target
 	}
+	if late := now.Sub(e.meta.Due); late < 0 {
+		// Never reached: every path to here checks the due time. Counted
+		// so that an alert would show a regression.
+		r.metrics.early.Inc()
+		r.log.Error("forwarding before the due time", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "early", -late)
+	} else {
+		r.metrics.lateness.Observe(late.Seconds())
+	}
 	out := r.onward(e, target, now)
 	out.Headers = withHeaders(e.rec.Headers,
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderForwarded, Value: tiers.FormatMillis(now)},
 	)
-	r.produce(e, out, kindForward)
+	r.produce(e, out, kindForward, 0)
 }
 
 // hop moves e to the delay topic of tier.
@@ -400,13 +429,13 @@ func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)},
 	)
-	r.produce(e, out, kindHop)
+	r.produce(e, out, kindHop, tier)
 }
 
 // deadLetter produces e to the dead-letter topic with the reason.
 func (r *Router) deadLetter(e *entry, cause error) {
 	reason := cause.Error()
-	code := "produce_failed"
+	code := string(reasonProduceFailed)
 	var inv *tiers.InvalidError
 	if errors.As(cause, &inv) {
 		code = string(inv.Reason)
@@ -420,20 +449,21 @@ func (r *Router) deadLetter(e *entry, cause error) {
 	)
 	r.log.Warn("dead letter", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "reason", code, "err", reason)
 	r.stats.deadLettered.Add(1)
-	r.produce(e, out, kindDeadLetter)
+	r.metrics.deadLetters.WithLabelValues(code).Inc()
+	r.produce(e, out, kindDeadLetter, 0)
 }
 
 func (r *Router) onward(e *entry, topic string, now time.Time) *kgo.Record {
 	return &kgo.Record{Topic: topic, Key: e.rec.Key, Value: e.rec.Value, Timestamp: now}
 }
 
-func (r *Router) produce(e *entry, out *kgo.Record, kind produceKind) {
+func (r *Router) produce(e *entry, out *kgo.Record, kind produceKind, to time.Duration) {
 	e.part.inflight++
 	// Records are produced with a background context: a stop waits for
 	// them (bounded by ShutdownTimeout) instead of abandoning them.
 	r.cl.Produce(context.Background(), out, func(_ *kgo.Record, err error) {
 		r.mu.Lock()
-		r.done = append(r.done, completion{e: e, kind: kind, err: err})
+		r.done = append(r.done, completion{e: e, kind: kind, to: to, err: err})
 		r.mu.Unlock()
 		select {
 		case r.doneSig <- struct{}{}:
@@ -465,8 +495,10 @@ func (r *Router) complete() {
 		switch c.kind {
 		case kindForward:
 			r.stats.forwarded.Add(1)
+			p.forwarded.Inc()
 		case kindHop:
 			r.stats.hopped.Add(1)
+			r.metrics.hop(p.tier, c.to).Inc()
 		}
 		p.track.Done(c.e.rec.Offset)
 	}
@@ -496,6 +528,7 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 			if p.paused {
 				p.paused = false
 				r.stats.paused.Add(-1)
+				r.metrics.paused.Dec()
 			}
 			resume[topic] = append(resume[topic], id)
 		}
@@ -513,6 +546,7 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 func (r *Router) handOff(p *partition, now time.Time) {
 	for _, e := range r.takeHeld(p) {
 		r.stats.handedOff.Add(1)
+		r.metrics.handedOff.Inc()
 		if remaining := e.meta.Due.Sub(now); remaining <= 0 {
 			r.forward(e, now)
 		} else {
@@ -540,6 +574,8 @@ func (r *Router) takeHeld(p *partition) []*entry {
 		r.wake.remove(e)
 	}
 	r.timerHeld -= p.timed
+	r.metrics.timer.Sub(float64(p.timed))
+	p.heldGauge.Sub(float64(p.waiting))
 	p.waiting, p.timed = 0, 0
 	return held
 }

@@ -1,0 +1,93 @@
+package router
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// LatencyBuckets are the histogram buckets of lateness and waits, in
+// seconds: fine from 1 ms, then up to 10 minutes.
+var LatencyBuckets = []float64{
+	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+	1, 2, 5, 10, 30, 60, 120, 300, 600,
+}
+
+// metrics are the router's Prometheus series; the README lists them.
+type metrics struct {
+	forwarded   *prometheus.CounterVec
+	hopped      *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
+	handedOff   prometheus.Counter
+	early       prometheus.Counter
+	lateness    prometheus.Histogram
+	overrun     *prometheus.HistogramVec
+	held        *prometheus.GaugeVec
+	timer       prometheus.Gauge
+	paused      prometheus.Gauge
+
+	hops map[[2]time.Duration]prometheus.Counter // hopped by (from, to); the loop's
+}
+
+// hop returns the hopped counter of from -> to.
+func (m *metrics) hop(from, to time.Duration) prometheus.Counter {
+	k := [2]time.Duration{from, to}
+	c, ok := m.hops[k]
+	if !ok {
+		c = m.hopped.WithLabelValues(tiers.Name(from), tiers.Name(to))
+		m.hops[k] = c
+	}
+	return c
+}
+
+func newMetrics(reg prometheus.Registerer, table tiers.Table) *metrics {
+	const ns, sub = "hourglass", "router"
+	m := &metrics{
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwarded_total",
+			Help: "Records produced to their target topic, by the tier they were forwarded from."}, []string{"tier"}),
+		hopped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "hopped_total",
+			Help: "Records moved from one delay topic to another, by tier."}, []string{"from", "to"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letters_total",
+			Help: "Records sent to the dead-letter topic, by reason code."}, []string{"reason"}),
+		handedOff: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
+			Help: "Held records put back into Kafka at a revoke or a stop."}),
+		early: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "early_forwards_total",
+			Help: "Records forwarded before their due time. Must stay 0."}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "forward_lateness_seconds",
+			Help: "Forward time minus due time of records forwarded to their target.", Buckets: LatencyBuckets}),
+		overrun: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "tier_overrun_seconds",
+			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: LatencyBuckets}, []string{"tier"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_records",
+			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
+		timer: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
+			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}),
+		paused: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
+			Help: "Partitions paused because they hold --max-held-per-partition records."}),
+		hops: make(map[[2]time.Duration]prometheus.Counter),
+	}
+	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.handedOff, m.early, m.lateness, m.overrun, m.held, m.timer, m.paused)
+	// Start every tier's series at zero, so that rates and alerts see them
+	// before the first event.
+	for _, d := range table.Durations() {
+		name := tiers.Name(d)
+		m.forwarded.WithLabelValues(name)
+		m.held.WithLabelValues(name)
+		m.overrun.WithLabelValues(name)
+		for _, to := range table.Durations() {
+			if to <= d { // the usual hops; others appear when they happen
+				m.hop(d, to)
+			}
+		}
+	}
+	for _, r := range []tiers.Reason{tiers.ReasonDueMissing, tiers.ReasonDueEmpty, tiers.ReasonDueNotNumber, tiers.ReasonDueNegative,
+		tiers.ReasonDueTooFar, tiers.ReasonKeyMissing, reasonProduceFailed} {
+		m.deadLetters.WithLabelValues(string(r))
+	}
+	return m
+}
+
+// reasonProduceFailed is the dead-letter reason of a record whose produce
+// onward failed for good.
+const reasonProduceFailed tiers.Reason = "produce_failed"
