@@ -11,6 +11,7 @@ import (
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -93,8 +94,8 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
-	tel := newTelemetry()
-	cn, err := canceller.New(k, canceller.Options{Kafka: append(opts, tel.hook()), Logger: log, Closer: closers[c.Closer](log), Registerer: tel.reg})
+	tel := telemetry.New()
+	cn, err := canceller.New(k, canceller.Options{Kafka: append(opts, tel.Hook()), Logger: log, Closer: closers[c.Closer](log), Registerer: tel})
 	if err != nil {
 		return err
 	}
@@ -106,8 +107,8 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, tel.reg, c.Pprof, log) })
-	g.Go(func() error { tel.watchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { tel.WatchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))
 	return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -63,7 +64,7 @@ func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	fs.IntVar(&c.Replication, "replication-factor", env("replication-factor"), -1,
 		"replication factor of topics created at start; -1 uses the broker default")
 	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
-	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), defaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
+	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), telemetry.DefaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
 		"consumer group session timeout: how long a crashed instance keeps its partitions")
 }

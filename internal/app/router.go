@@ -9,6 +9,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -91,8 +92,8 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
-	tel := newTelemetry()
-	rt, err := router.New(r, router.Options{Kafka: append(opts, tel.hook()), Logger: log, Registerer: tel.reg})
+	tel := telemetry.New()
+	rt, err := router.New(r, router.Options{Kafka: append(opts, tel.Hook()), Logger: log, Registerer: tel})
 	if err != nil {
 		return err
 	}
@@ -104,8 +105,8 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, tel.reg, c.Pprof, log) })
-	g.Go(func() error { tel.watchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { tel.WatchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))
 	return err

@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/kfaketest"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -27,20 +27,8 @@ import (
 var seeds kgo.Opt
 
 func TestMain(m *testing.M) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
-	if err != nil {
-		panic(err)
-	}
-	seeds = kgo.SeedBrokers(c.ListenAddrs()...)
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			slog.Error("goroutines leaked", "err", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kfaketest.Main(m, func(c *kfake.Cluster) { seeds = kgo.SeedBrokers(c.ListenAddrs()...) },
+		kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 }
 
 // t0 is the fake clock's start.

@@ -4,15 +4,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
-
-// LatencyBuckets are the histogram buckets of close latency and lateness,
-// in seconds: fine from 1 ms, then up to 10 minutes.
-var LatencyBuckets = []float64{
-	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
-	1, 2, 5, 10, 30, 60, 120, 300, 600,
-}
 
 // metrics are the canceller's Prometheus series; the README lists them.
 type metrics struct {
@@ -33,9 +27,9 @@ func newMetrics(reg prometheus.Registerer, defaultKind string) *metrics {
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "closes_total",
 			Help: "Close attempts, by task kind and outcome (closed, already_closed, skipped, not_found, failed)."}, []string{"kind", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "close_duration_seconds",
-			Help: "How long the closer took, by task kind.", Buckets: LatencyBuckets}, []string{"kind"}),
+			Help: "How long the closer took, by task kind.", Buckets: telemetry.LatencyBuckets}, []string{"kind"}),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "close_lateness_seconds",
-			Help: "Close time minus due time, by task kind: how late deadlines are met.", Buckets: LatencyBuckets}, []string{"kind"}),
+			Help: "Close time minus due time, by task kind: how late deadlines are met.", Buckets: telemetry.LatencyBuckets}, []string{"kind"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letters_total",
 			Help: "Records sent to the dead-letter topic, by reason code."}, []string{"reason"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "closes_in_flight",

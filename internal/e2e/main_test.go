@@ -5,16 +5,15 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"go.uber.org/goleak"
 
 	"github.com/hourglass/hourglass/internal/app"
+	"github.com/hourglass/hourglass/internal/kfaketest"
 )
 
 // execEnv makes the test binary run the hourglass tool instead of the tests,
@@ -40,20 +39,5 @@ func TestMain(m *testing.M) {
 		app.Main("hourglass", app.Hourglass) // exits
 		return
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(groupMinSession))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: start kfake:", err)
-		os.Exit(1)
-	}
-	cluster = c
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		// Every router, canceller and client a test started must be gone.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: goroutines leaked:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c }, kfake.GroupMinSessionTimeout(groupMinSession))
 }

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
+
+	"github.com/hourglass/hourglass/internal/kfaketest"
 )
 
 // cluster is the kfake broker the package's tests share. Tests that need
@@ -23,21 +23,7 @@ var cluster *kfake.Cluster
 const testTimeout = 20 * time.Second
 
 func TestMain(m *testing.M) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start kfake:", err)
-		os.Exit(1)
-	}
-	cluster = c
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c })
 }
 
 // newAdmin returns an admin client for c (the shared cluster if nil), closed

@@ -5,15 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
-
-// LatencyBuckets are the histogram buckets of lateness and waits, in
-// seconds: fine from 1 ms, then up to 10 minutes.
-var LatencyBuckets = []float64{
-	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
-	1, 2, 5, 10, 30, 60, 120, 300, 600,
-}
 
 // metrics are the router's Prometheus series; the README lists them.
 type metrics struct {
@@ -56,9 +50,9 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table) *metrics {
 		early: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "early_forwards_total",
 			Help: "Records forwarded before their due time. Must stay 0."}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "forward_lateness_seconds",
-			Help: "Forward time minus due time of records forwarded to their target.", Buckets: LatencyBuckets}),
+			Help: "Forward time minus due time of records forwarded to their target.", Buckets: telemetry.LatencyBuckets}),
 		overrun: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "tier_overrun_seconds",
-			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: LatencyBuckets}, []string{"tier"}),
+			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: telemetry.LatencyBuckets}, []string{"tier"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_records",
 			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
 		timer: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",

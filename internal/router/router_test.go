@@ -11,29 +11,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/kfaketest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 var seeds kgo.Opt
 
 func TestMain(m *testing.M) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
-	if err != nil {
-		panic(err)
-	}
-	seeds = kgo.SeedBrokers(c.ListenAddrs()...)
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			slog.Error("goroutines leaked", "err", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kfaketest.Main(m, func(c *kfake.Cluster) { seeds = kgo.SeedBrokers(c.ListenAddrs()...) },
+		kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 }
 
 // bundle is a router on a fake clock with its own topics, and a client to

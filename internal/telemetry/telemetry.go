@@ -1,4 +1,7 @@
-package app
+// Package telemetry is what the services share for Prometheus: a private
+// registry with Go, process and franz-go client metrics, the consumer lag of
+// a group, and the histogram buckets of latencies.
+package telemetry
 
 import (
 	"context"
@@ -13,24 +16,32 @@ import (
 	"github.com/twmb/franz-go/plugin/kprom"
 )
 
-// defaultLagInterval is how often the consumer lag gauge is refreshed.
-const defaultLagInterval = 15 * time.Second
+// DefaultLagInterval is how often the consumer lag gauge is refreshed.
+const DefaultLagInterval = 15 * time.Second
 
-// telemetry is a service's private Prometheus registry: Go and process
+// LatencyBuckets are the histogram buckets of lateness, waits and close
+// latency, in seconds: fine from 1 ms, then up to 10 minutes.
+var LatencyBuckets = []float64{
+	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+	1, 2, 5, 10, 30, 60, 120, 300, 600,
+}
+
+// Registry is a service's private Prometheus registry: Go and process
 // collectors, franz-go's client metrics (hourglass_kafka_*, through the kprom
 // hook of the service's Kafka client) and the consumer lag of its group.
-type telemetry struct {
-	reg  *prometheus.Registry
+type Registry struct {
+	*prometheus.Registry
 	kafk *kprom.Metrics
 	lag  *prometheus.GaugeVec
 }
 
-func newTelemetry() *telemetry {
+// New returns a Registry.
+func New() *Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	t := &telemetry{
-		reg:  reg,
-		kafk: kprom.NewMetrics("hourglass", kprom.Subsystem("kafka"), kprom.Registerer(reg), kprom.Gatherer(reg)),
+	t := &Registry{
+		Registry: reg,
+		kafk:     kprom.NewMetrics("hourglass", kprom.Subsystem("kafka"), kprom.Registerer(reg), kprom.Gatherer(reg)),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "hourglass", Name: "consumer_lag_records",
 			Help: "Records of a partition after the group's committed offset. For the router these include every deadline not yet due."},
 			[]string{"group", "topic", "partition"}),
@@ -39,12 +50,13 @@ func newTelemetry() *telemetry {
 	return t
 }
 
-// hook returns the kgo option that reports a client's metrics.
-func (t *telemetry) hook() kgo.Opt { return kgo.WithHooks(t.kafk) }
+// Hook returns the kgo option that reports a client's metrics; give it to
+// one client only.
+func (t *Registry) Hook() kgo.Opt { return kgo.WithHooks(t.kafk) }
 
-// watchLag refreshes the lag gauge of group every interval until ctx is
+// WatchLag refreshes the lag gauge of group every interval until ctx is
 // canceled.
-func (t *telemetry) watchLag(ctx context.Context, cl *kgo.Client, group string, interval time.Duration, log *slog.Logger) {
+func (t *Registry) WatchLag(ctx context.Context, cl *kgo.Client, group string, interval time.Duration, log *slog.Logger) {
 	adm := kadm.NewClient(cl)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
