@@ -17,26 +17,30 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -n1)" != "$need
 fi
 
 # promtool checks and unit-tests the alerting rules in deploy/prometheus
-# (go test ./deploy/...). Debian's prometheus package ships /usr/bin/promtool.
+# (go test ./deploy/...). It is taken out of Debian's prometheus package into
+# .tools/bin rather than installing the package, which would also install and
+# start a Prometheus server.
+tools="$(cd "$(dirname "$0")/.." && pwd)/.tools/bin"
+export PATH="$tools:$PATH"
 if ! command -v promtool >/dev/null 2>&1; then
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "deps: promtool is required (deploy/prometheus tests); install Prometheus' promtool, there is no apt-get here" >&2
+    echo "deps: promtool is required (deploy/prometheus tests); put Prometheus' promtool on PATH, there is no apt-get here" >&2
     exit 1
   fi
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "deps: promtool is required (deploy/prometheus tests); run as root, or: sudo apt-get install prometheus" >&2
+  echo "deps: promtool missing; extracting it from Debian's prometheus package into .tools/bin"
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq || { echo "deps: apt-get update failed; cannot fetch promtool" >&2; exit 1; }
+  fi
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  chmod 0755 "$work" # apt's download user must be able to write there
+  if ! (cd "$work" && apt-get download -qq -o APT::Sandbox::User=root prometheus >/dev/null && dpkg-deb -x prometheus_*.deb root) \
+      || [ ! -x "$work/root/usr/bin/promtool" ]; then
+    echo "deps: could not fetch promtool with apt-get download prometheus (as root, apt-get update runs first)" >&2
     exit 1
   fi
-  echo "deps: promtool missing; installing Debian's prometheus package (apt-get update, then install)"
-  if ! apt-get update -qq; then
-    echo "deps: apt-get update failed; cannot install promtool" >&2
-    exit 1
-  fi
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
-      || ! command -v promtool >/dev/null 2>&1; then
-    echo "deps: could not install promtool with apt-get install prometheus" >&2
-    exit 1
-  fi
+  mkdir -p "$tools"
+  install -m 0755 "$work/root/usr/bin/promtool" "$tools/promtool"
 fi
 have_promtool=$(promtool --version 2>&1 | sed -n 's/^promtool, version \([^ ]*\).*/\1/p')
 

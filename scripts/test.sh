@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh
+export PATH="$PWD/.tools/bin:$PATH" # promtool, when deps.sh fetched it
 
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
