@@ -122,17 +122,17 @@ func (c *Canceller) Client() *kgo.Client { return c.cl }
 // Config.ShutdownTimeout. It closes the client before it returns.
 func (c *Canceller) Run(ctx context.Context) error {
 	defer c.cl.Close()
-	// Closes in progress at a stop finish; only the hard deadline cancels
-	// them.
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHard()
+	// A close in progress when the stop begins finishes (each close is
+	// bounded by CloseTimeout), so it is not cut off half applied.
+	closeCtx, cancelCloses := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCloses()
 	stopCommits := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); c.commitLoop(stopCommits) }()
 
 	c.ready.Store(true)
-	err := c.consume(ctx, hard)
+	err := c.consume(ctx, closeCtx)
 	c.ready.Store(false)
 
 	// Shutdown order: polling has stopped (no record is taken after ctx is
@@ -140,7 +140,7 @@ func (c *Canceller) Run(ctx context.Context) error {
 	// what is done; leave the group (Close, deferred).
 	close(stopCommits)
 	wg.Wait()
-	sctx, cancel := context.WithTimeout(hard, c.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(closeCtx, c.cfg.ShutdownTimeout)
 	defer cancel()
 	if ferr := c.cl.Flush(sctx); ferr != nil {
 		c.log.Warn("shutdown deadline passed with produces in flight; their tasks will be closed again", "err", ferr)
@@ -151,7 +151,7 @@ func (c *Canceller) Run(ctx context.Context) error {
 	return err
 }
 
-func (c *Canceller) consume(ctx, hard context.Context) error {
+func (c *Canceller) consume(ctx, closeCtx context.Context) error {
 	for {
 		fs := c.cl.PollRecords(ctx, c.cfg.MaxPollRecords)
 		if fs.IsClientClosed() || ctx.Err() != nil {
@@ -165,7 +165,7 @@ func (c *Canceller) consume(ctx, hard context.Context) error {
 			if ctx.Err() != nil {
 				return // not taken: read again after the restart
 			}
-			c.handle(hard, r)
+			c.handle(closeCtx, r)
 		})
 		c.cl.AllowRebalance()
 		c.mu.Lock()
