@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
@@ -146,7 +145,7 @@ func (c *Canceller) Run(ctx context.Context) error {
 		c.log.Warn("shutdown deadline passed with produces in flight; their tasks will be closed again", "err", ferr)
 	}
 	c.commitMu.Lock()
-	c.commitLocked(sctx, c.offsets())
+	offsets.Commit(sctx, c.cl, c.offsets(), c.log)
 	c.commitMu.Unlock()
 	return err
 }
@@ -194,12 +193,7 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 
 	m, err := tiers.DecodeRecord(r)
 	if err != nil {
-		reason := "invalid"
-		var inv *tiers.InvalidError
-		if errors.As(err, &inv) {
-			reason = string(inv.Reason)
-		}
-		c.metrics.deadLetters.WithLabelValues(reason).Inc()
+		c.metrics.deadLetters.WithLabelValues(string(tiers.ReasonOf(err, "invalid"))).Inc()
 		c.stats.deadLettered.Add(1)
 		c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 		c.produce(r, []*kgo.Record{c.deadLetter(r, err)})
@@ -251,15 +245,7 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 }
 
 func (c *Canceller) deadLetter(r *kgo.Record, cause error) *kgo.Record {
-	now := c.clock.Now()
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+3)
-	hs = append(hs, r.Headers...)
-	hs = append(hs,
-		kgo.RecordHeader{Key: tiers.HeaderReason, Value: []byte(cause.Error())},
-		kgo.RecordHeader{Key: tiers.HeaderSource, Value: fmt.Appendf(nil, "%s[%d]@%d", r.Topic, r.Partition, r.Offset)},
-		kgo.RecordHeader{Key: tiers.HeaderDeadAt, Value: tiers.FormatMillis(now)},
-	)
-	return &kgo.Record{Topic: c.cfg.DeadLetter, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: now}
+	return tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now())
 }
 
 // produce sends outs and marks src done when all are acknowledged. A produce
@@ -296,19 +282,12 @@ func millis(t time.Time) int64 {
 }
 
 // offsets returns the watermark of every partition with records.
-func (c *Canceller) offsets() map[string]map[int32]kgo.EpochOffset {
+func (c *Canceller) offsets() offsets.Commits {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]map[int32]kgo.EpochOffset)
+	out := make(offsets.Commits)
 	for k, tr := range c.parts {
-		w, ok := tr.Watermark()
-		if !ok {
-			continue
-		}
-		if out[k.topic] == nil {
-			out[k.topic] = make(map[int32]kgo.EpochOffset)
-		}
-		out[k.topic][k.partition] = kgo.EpochOffset{Epoch: -1, Offset: w}
+		out.Add(k.topic, k.partition, tr)
 	}
 	return out
 }
@@ -324,7 +303,7 @@ func (c *Canceller) commitLoop(stop <-chan struct{}) {
 		}
 		c.commitMu.Lock()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
-		c.commitLocked(ctx, c.offsets())
+		offsets.Commit(ctx, c.cl, c.offsets(), c.log)
 		cancel()
 		c.commitMu.Unlock()
 		t.Reset(c.cfg.CommitInterval)
@@ -344,22 +323,18 @@ func (c *Canceller) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[s
 	if err := cl.Flush(fctx); err != nil {
 		c.log.Warn("revoke: produces still in flight; their tasks will be closed again", "err", err)
 	}
-	all := c.offsets()
-	offs := make(map[string]map[int32]kgo.EpochOffset)
+	offs := make(offsets.Commits)
 	c.mu.Lock()
 	for topic, ps := range revoked {
 		for _, p := range ps {
-			if o, ok := all[topic][p]; ok {
-				if offs[topic] == nil {
-					offs[topic] = make(map[int32]kgo.EpochOffset)
-				}
-				offs[topic][p] = o
+			if tr, ok := c.parts[tp{topic, p}]; ok {
+				offs.Add(topic, p, tr)
+				delete(c.parts, tp{topic, p})
 			}
-			delete(c.parts, tp{topic, p})
 		}
 	}
 	c.mu.Unlock()
-	c.commitLocked(fctx, offs)
+	offsets.Commit(fctx, c.cl, offs, c.log)
 }
 
 func (c *Canceller) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
@@ -370,25 +345,4 @@ func (c *Canceller) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 			delete(c.parts, tp{topic, p})
 		}
 	}
-}
-
-func (c *Canceller) commitLocked(ctx context.Context, offs map[string]map[int32]kgo.EpochOffset) {
-	if len(offs) == 0 {
-		return
-	}
-	c.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				c.log.Warn("commit failed", "err", err)
-			}
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					c.log.Warn("commit refused", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
-				}
-			}
-		}
-	})
 }

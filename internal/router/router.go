@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/offsets"
@@ -38,7 +37,7 @@ type Router struct {
 	// Channels into the loop.
 	fetches  chan polled
 	revokes  chan *revokeReq
-	offsetsQ chan chan map[string]map[int32]kgo.EpochOffset
+	offsetsQ chan chan offsets.Commits
 	doneSig  chan struct{} // a completion is waiting in done
 	loopDone chan struct{} // closed when the loop has returned
 
@@ -64,7 +63,7 @@ type revokeReq struct {
 	parts    map[string][]int32
 	lost     bool
 	deadline time.Time
-	reply    chan map[string]map[int32]kgo.EpochOffset
+	reply    chan offsets.Commits
 }
 
 type produceKind uint8
@@ -119,7 +118,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		parts:    make(map[tp]*partition),
 		fetches:  make(chan polled),
 		revokes:  make(chan *revokeReq),
-		offsetsQ: make(chan chan map[string]map[int32]kgo.EpochOffset),
+		offsetsQ: make(chan chan offsets.Commits),
 		doneSig:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
@@ -226,7 +225,7 @@ func (r *Router) poll(ctx context.Context) {
 // loop owns the router state: it takes polled records, wakes for due heads
 // and timers, handles produce results, revokes and commit requests. On
 // ctx cancellation it stops and returns the watermarks to commit.
-func (r *Router) loop(ctx context.Context, stopPolling func()) (map[string]map[int32]kgo.EpochOffset, error) {
+func (r *Router) loop(ctx context.Context, stopPolling func()) (offsets.Commits, error) {
 	defer close(r.loopDone)
 	timer := r.clock.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -415,7 +414,7 @@ func (r *Router) forward(e *entry, now time.Time) {
 		r.metrics.lateness.Observe(late.Seconds())
 	}
 	out := r.onward(e, target, now)
-	out.Headers = withHeaders(e.rec.Headers,
+	out.Headers = tiers.SetHeaders(e.rec.Headers,
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderForwarded, Value: tiers.FormatMillis(now)},
 	)
@@ -425,7 +424,7 @@ func (r *Router) forward(e *entry, now time.Time) {
 // hop moves e to the delay topic of tier.
 func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
 	out := r.onward(e, tiers.Topic(r.cfg.Prefix, tier), now)
-	out.Headers = withHeaders(e.rec.Headers,
+	out.Headers = tiers.SetHeaders(e.rec.Headers,
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)},
 	)
@@ -434,23 +433,11 @@ func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
 
 // deadLetter produces e to the dead-letter topic with the reason.
 func (r *Router) deadLetter(e *entry, cause error) {
-	reason := cause.Error()
-	code := string(reasonProduceFailed)
-	var inv *tiers.InvalidError
-	if errors.As(cause, &inv) {
-		code = string(inv.Reason)
-	}
-	now := r.clock.Now()
-	out := r.onward(e, r.cfg.DeadLetter, now)
-	out.Headers = withHeaders(e.rec.Headers,
-		kgo.RecordHeader{Key: tiers.HeaderReason, Value: []byte(reason)},
-		kgo.RecordHeader{Key: tiers.HeaderSource, Value: fmt.Appendf(nil, "%s[%d]@%d", e.rec.Topic, e.rec.Partition, e.rec.Offset)},
-		kgo.RecordHeader{Key: tiers.HeaderDeadAt, Value: tiers.FormatMillis(now)},
-	)
-	r.log.Warn("dead letter", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "reason", code, "err", reason)
+	code := tiers.ReasonOf(cause, reasonProduceFailed)
+	r.log.Warn("dead letter", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "reason", code, "err", cause)
 	r.stats.deadLettered.Add(1)
-	r.metrics.deadLetters.WithLabelValues(code).Inc()
-	r.produce(e, out, kindDeadLetter, 0)
+	r.metrics.deadLetters.WithLabelValues(string(code)).Inc()
+	r.produce(e, tiers.DeadLetter(e.rec, r.cfg.DeadLetter, cause, r.clock.Now()), kindDeadLetter, 0)
 }
 
 func (r *Router) onward(e *entry, topic string, now time.Time) *kgo.Record {
@@ -602,7 +589,7 @@ func (r *Router) answerRevokes(reqs []*revokeReq, force bool) []*revokeReq {
 			keep = append(keep, req)
 			continue
 		}
-		var offs map[string]map[int32]kgo.EpochOffset
+		var offs offsets.Commits
 		if !req.lost {
 			offs = r.offsets(req.parts)
 		}
@@ -621,22 +608,12 @@ func (r *Router) answerRevokes(reqs []*revokeReq, force bool) []*revokeReq {
 
 // offsets returns the watermarks of the given partitions (all owned ones when
 // parts is nil). Revoked partitions are counted only when named.
-func (r *Router) offsets(parts map[string][]int32) map[string]map[int32]kgo.EpochOffset {
-	out := make(map[string]map[int32]kgo.EpochOffset)
-	add := func(p *partition) {
-		w, ok := p.track.Watermark()
-		if !ok {
-			return
-		}
-		if out[p.topic] == nil {
-			out[p.topic] = make(map[int32]kgo.EpochOffset)
-		}
-		out[p.topic][p.partition] = kgo.EpochOffset{Epoch: -1, Offset: w}
-	}
+func (r *Router) offsets(parts map[string][]int32) offsets.Commits {
+	out := make(offsets.Commits)
 	if parts == nil {
 		for _, p := range r.parts {
 			if !p.gone {
-				add(p)
+				out.Add(p.topic, p.partition, &p.track)
 			}
 		}
 		return out
@@ -644,7 +621,7 @@ func (r *Router) offsets(parts map[string][]int32) map[string]map[int32]kgo.Epoc
 	for topic, ps := range parts {
 		for _, id := range ps {
 			if p, ok := r.parts[tp{topic, id}]; ok {
-				add(p)
+				out.Add(p.topic, p.partition, &p.track)
 			}
 		}
 	}
@@ -653,7 +630,7 @@ func (r *Router) offsets(parts map[string][]int32) map[string]map[int32]kgo.Epoc
 
 // shutdown stops polling, hands off everything held and waits (bounded) for
 // produces in flight, then returns the watermarks to commit.
-func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) map[string]map[int32]kgo.EpochOffset {
+func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) offsets.Commits {
 	stopPolling()
 	now := r.clock.Now()
 	for _, p := range r.parts {
@@ -701,7 +678,7 @@ func (r *Router) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.RevokeTimeout)
 	defer cancel()
-	r.commitLocked(cctx, offs)
+	offsets.Commit(cctx, r.cl, offs, r.log)
 }
 
 // onLost forgets lost partitions; their offsets cannot be committed.
@@ -711,8 +688,8 @@ func (r *Router) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 	}
 }
 
-func (r *Router) request(parts map[string][]int32, lost bool) (map[string]map[int32]kgo.EpochOffset, bool) {
-	req := &revokeReq{parts: parts, lost: lost, deadline: time.Now().Add(r.cfg.RevokeTimeout), reply: make(chan map[string]map[int32]kgo.EpochOffset, 1)}
+func (r *Router) request(parts map[string][]int32, lost bool) (offsets.Commits, bool) {
+	req := &revokeReq{parts: parts, lost: lost, deadline: time.Now().Add(r.cfg.RevokeTimeout), reply: make(chan offsets.Commits, 1)}
 	select {
 	case r.revokes <- req:
 	case <-r.loopDone:
@@ -742,10 +719,10 @@ func (r *Router) commitLoop(ctx context.Context) {
 		case <-t.C():
 		}
 		r.commitMu.Lock()
-		reply := make(chan map[string]map[int32]kgo.EpochOffset, 1)
+		reply := make(chan offsets.Commits, 1)
 		select {
 		case r.offsetsQ <- reply:
-			r.commitLocked(ctx, <-reply)
+			offsets.Commit(ctx, r.cl, <-reply, r.log)
 		case <-r.loopDone:
 		}
 		r.commitMu.Unlock()
@@ -753,45 +730,8 @@ func (r *Router) commitLoop(ctx context.Context) {
 	}
 }
 
-func (r *Router) commit(ctx context.Context, offs map[string]map[int32]kgo.EpochOffset) {
+func (r *Router) commit(ctx context.Context, offs offsets.Commits) {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	r.commitLocked(ctx, offs)
-}
-
-func (r *Router) commitLocked(ctx context.Context, offs map[string]map[int32]kgo.EpochOffset) {
-	if len(offs) == 0 {
-		return
-	}
-	r.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				r.log.Warn("commit failed", "err", err)
-			}
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					r.log.Warn("commit refused", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
-				}
-			}
-		}
-	})
-}
-
-// withHeaders returns a copy of hs with the given headers set (replacing any
-// of the same key).
-func withHeaders(hs []kgo.RecordHeader, set ...kgo.RecordHeader) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(hs)+len(set))
-outer:
-	for _, h := range hs {
-		for _, s := range set {
-			if h.Key == s.Key {
-				continue outer
-			}
-		}
-		out = append(out, h)
-	}
-	return append(out, set...)
+	offsets.Commit(ctx, r.cl, offs, r.log)
 }

@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -269,21 +270,59 @@ func FormatMillis(t time.Time) []byte {
 // SetHeader returns headers with key set to value: the first header named key
 // is replaced and later ones removed, or a header is appended.
 func SetHeader(headers []kgo.RecordHeader, key string, value []byte) []kgo.RecordHeader {
-	out := headers[:0:0]
-	set := false
+	return SetHeaders(headers, kgo.RecordHeader{Key: key, Value: value})
+}
+
+// SetHeaders returns a copy of headers with each of set applied as SetHeader
+// does: the first header of the same key is replaced in place and later ones
+// removed; keys not present are appended in order. headers is not changed.
+func SetHeaders(headers []kgo.RecordHeader, set ...kgo.RecordHeader) []kgo.RecordHeader {
+	out := make([]kgo.RecordHeader, 0, len(headers)+len(set))
+	done := make([]bool, len(set))
+outer:
 	for _, h := range headers {
-		if h.Key == key {
-			if set {
+		for i, s := range set {
+			if h.Key != s.Key {
 				continue
 			}
-			h.Value, set = value, true
+			if !done[i] {
+				done[i] = true
+				out = append(out, s)
+			}
+			continue outer
 		}
 		out = append(out, h)
 	}
-	if !set {
-		out = append(out, kgo.RecordHeader{Key: key, Value: value})
+	for i, s := range set {
+		if !done[i] {
+			out = append(out, s)
+		}
 	}
 	return out
+}
+
+// DeadLetter returns the dead letter of r: same key, value and headers, on
+// topic, with HeaderReason (cause's text), HeaderSource (where r came from)
+// and HeaderDeadAt (now) set.
+func DeadLetter(r *kgo.Record, topic string, cause error, now time.Time) *kgo.Record {
+	return &kgo.Record{
+		Topic: topic, Key: r.Key, Value: r.Value, Timestamp: now,
+		Headers: SetHeaders(r.Headers,
+			kgo.RecordHeader{Key: HeaderReason, Value: []byte(cause.Error())},
+			kgo.RecordHeader{Key: HeaderSource, Value: fmt.Appendf(nil, "%s[%d]@%d", r.Topic, r.Partition, r.Offset)},
+			kgo.RecordHeader{Key: HeaderDeadAt, Value: FormatMillis(now)},
+		),
+	}
+}
+
+// ReasonOf returns the Reason of an *InvalidError in err's chain, or
+// fallback.
+func ReasonOf(err error, fallback Reason) Reason {
+	var inv *InvalidError
+	if errors.As(err, &inv) {
+		return inv.Reason
+	}
+	return fallback
 }
 
 // Header returns the value of the first header named key.

@@ -1,0 +1,51 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Commits are the offsets to commit, by topic and partition.
+type Commits map[string]map[int32]kgo.EpochOffset
+
+// Add sets the watermark of t for topic and partition, if t has one.
+func (c Commits) Add(topic string, partition int32, t *Tracker) {
+	w, ok := t.Watermark()
+	if !ok {
+		return
+	}
+	if c[topic] == nil {
+		c[topic] = make(map[int32]kgo.EpochOffset)
+	}
+	// Epoch -1: the watermark's record may be older than the newest
+	// epoch seen, and a wrong epoch would confuse truncation detection.
+	c[topic][partition] = kgo.EpochOffset{Epoch: -1, Offset: w}
+}
+
+// Commit commits offs synchronously, logging a failed commit and each
+// partition the broker refused. A failed commit loses nothing: the records
+// after the last committed offset are read again.
+func Commit(ctx context.Context, cl *kgo.Client, offs Commits, log *slog.Logger) {
+	if len(offs) == 0 {
+		return
+	}
+	cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				log.Warn("commit failed", "err", err)
+			}
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					log.Warn("commit refused", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
+				}
+			}
+		}
+	})
+}
