@@ -1,6 +1,7 @@
 package router
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,13 +15,10 @@ type metrics struct {
 	forwarded   *prometheus.CounterVec
 	hopped      *prometheus.CounterVec
 	deadLetters *prometheus.CounterVec
-	handedOff   prometheus.Counter
 	early       prometheus.Counter
 	lateness    prometheus.Histogram
 	overrun     *prometheus.HistogramVec
 	held        *prometheus.GaugeVec
-	timer       prometheus.Gauge
-	paused      prometheus.Gauge
 
 	hops map[[2]time.Duration]prometheus.Counter // hopped by (from, to); the loop's
 }
@@ -36,7 +34,7 @@ func (m *metrics) hop(from, to time.Duration) prometheus.Counter {
 	return c
 }
 
-func newMetrics(reg prometheus.Registerer, table tiers.Table) *metrics {
+func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metrics {
 	const ns, sub = "hourglass", "router"
 	m := &metrics{
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwarded_total",
@@ -45,8 +43,6 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table) *metrics {
 			Help: "Records moved from one delay topic to another, by tier."}, []string{"from", "to"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letters_total",
 			Help: "Records sent to the dead-letter topic, by reason code."}, []string{"reason"}),
-		handedOff: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
-			Help: "Held records put back into Kafka at a revoke or a stop."}),
 		early: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "early_forwards_total",
 			Help: "Records forwarded before their due time. Must stay 0."}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "forward_lateness_seconds",
@@ -55,13 +51,16 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table) *metrics {
 			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: telemetry.LatencyBuckets}, []string{"tier"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_records",
 			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
-		timer: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
-			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}),
-		paused: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
-			Help: "Partitions paused because they hold --max-held-per-partition records."}),
 		hops: make(map[[2]time.Duration]prometheus.Counter),
 	}
-	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.handedOff, m.early, m.lateness, m.overrun, m.held, m.timer, m.paused)
+	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
+			Help: "Held records put back into Kafka at a revoke or a stop."}, load(&st.handedOff)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
+			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}, load(&st.timer)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
+			Help: "Partitions paused because they hold --max-held-per-partition records."}, load(&st.paused)),
+	)
 	// Start every tier's series at zero, so that rates and alerts see them
 	// before the first event.
 	for _, d := range table.Durations() {
@@ -81,6 +80,8 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table) *metrics {
 	}
 	return m
 }
+
+func load(v *atomic.Int64) func() float64 { return func() float64 { return float64(v.Load()) } }
 
 // reasonProduceFailed is the dead-letter reason of a record whose produce
 // onward failed for good.

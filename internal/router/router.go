@@ -29,10 +29,9 @@ type Router struct {
 	tierOf map[string]time.Duration // delay topic -> tier
 
 	// Owned by the loop goroutine.
-	parts     map[tp]*partition
-	wake      wakeHeap
-	timerHeld int
-	fatal     error
+	parts map[tp]*partition
+	wake  wakeHeap
+	fatal error
 
 	// Channels into the loop.
 	fetches  chan polled
@@ -110,7 +109,6 @@ func New(cfg Config, o Options) (*Router, error) {
 		o.Registerer = prometheus.NewRegistry()
 	}
 	r := &Router{
-		metrics:  newMetrics(o.Registerer, cfg.Tiers),
 		cfg:      cfg,
 		clock:    o.Clock,
 		log:      o.Logger,
@@ -122,6 +120,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		doneSig:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
+	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats)
 	for _, d := range cfg.Tiers.Durations() {
 		r.tierOf[tiers.Topic(cfg.Prefix, d)] = d
 	}
@@ -187,11 +186,10 @@ func (r *Router) Run(ctx context.Context) error {
 	final, err := r.loop(ctx, stopPolling)
 	r.ready.Store(false)
 
-	// Shutdown order: the loop has stopped fetching (polling is canceled),
+	// Shutdown order: the loop has stopped fetching (it canceled polling),
 	// handed off what it held and waited for produces in flight; now
 	// commit the final watermarks, then leave the group (Close, deferred
 	// above).
-	stopPolling()
 	wg.Wait()
 	if len(final) > 0 {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
@@ -285,10 +283,8 @@ func (r *Router) take(fs kgo.Fetches) {
 			r.arrive(p, rec, now)
 		}
 		if !p.paused && p.waiting >= r.cfg.MaxHeldPerPartition {
-			p.paused = true
+			r.setPaused(p, true)
 			r.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.partition}})
-			r.stats.paused.Add(1)
-			r.metrics.paused.Inc()
 		}
 	})
 }
@@ -345,15 +341,31 @@ func (r *Router) arrive(p *partition, rec *kgo.Record, now time.Time) {
 	r.wake.push(e)
 }
 
+// timerFull reports whether the in-memory timer is at its capacity.
+func (r *Router) timerFull() bool { return r.stats.timer.Load() >= int64(r.cfg.TimerCapacity) }
+
+// setPaused records whether p is paused; the caller pauses or resumes it in
+// the client.
+func (r *Router) setPaused(p *partition, paused bool) {
+	if p.paused == paused {
+		return
+	}
+	p.paused = paused
+	if paused {
+		r.stats.paused.Add(1)
+	} else {
+		r.stats.paused.Add(-1)
+	}
+}
+
 // hold puts e into the in-memory timer, if it has room.
 func (r *Router) hold(e *entry) bool {
-	if r.timerHeld >= r.cfg.TimerCapacity {
+	if r.timerFull() {
 		return false
 	}
 	e.timer, e.ready = true, e.meta.Due
-	r.timerHeld++
+	r.stats.timer.Add(1)
 	e.part.timed++
-	r.metrics.timer.Inc()
 	r.wake.push(e)
 	return true
 }
@@ -364,16 +376,15 @@ func (r *Router) fire(now time.Time) {
 		r.wake.pop()
 		p := e.part
 		if e.timer {
-			r.timerHeld--
+			r.stats.timer.Add(-1)
 			p.timed--
-			r.metrics.timer.Dec()
 			r.forward(e, now)
 			continue
 		}
 		// e has waited out its tier (or is due).
 		p.overrun.Observe(now.Sub(e.ready).Seconds())
 		remaining := e.meta.Due.Sub(now)
-		if remaining > 0 && remaining < r.cfg.Tiers.Smallest() && r.timerHeld >= r.cfg.TimerCapacity {
+		if remaining > 0 && remaining < r.cfg.Tiers.Smallest() && r.timerFull() {
 			// The timer is full: e waits where it is until due, and keeps
 			// counting towards pausing its partition.
 			e.ready = e.meta.Due
@@ -391,10 +402,8 @@ func (r *Router) fire(now time.Time) {
 			r.hop(e, r.cfg.Tiers.Pick(remaining), now)
 		}
 		if p.paused && p.waiting <= r.cfg.MaxHeldPerPartition/2 {
-			p.paused = false
+			r.setPaused(p, false)
 			r.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
-			r.stats.paused.Add(-1)
-			r.metrics.paused.Dec()
 		}
 	}
 }
@@ -507,16 +516,14 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 				continue
 			}
 			if lost {
-				r.dropHeld(p)
+				// Dropped: the offsets stay uncommitted, so the records
+				// are read again by the next owner.
+				r.takeHeld(p)
 				p.gone = true
 			} else {
 				r.handOff(p, now)
 			}
-			if p.paused {
-				p.paused = false
-				r.stats.paused.Add(-1)
-				r.metrics.paused.Dec()
-			}
+			r.setPaused(p, false)
 			resume[topic] = append(resume[topic], id)
 		}
 	}
@@ -533,7 +540,6 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 func (r *Router) handOff(p *partition, now time.Time) {
 	for _, e := range r.takeHeld(p) {
 		r.stats.handedOff.Add(1)
-		r.metrics.handedOff.Inc()
 		if remaining := e.meta.Due.Sub(now); remaining <= 0 {
 			r.forward(e, now)
 		} else {
@@ -541,10 +547,6 @@ func (r *Router) handOff(p *partition, now time.Time) {
 		}
 	}
 }
-
-// dropHeld forgets what p holds. Its offsets stay pending, so the watermark
-// stays below them and the records are read again.
-func (r *Router) dropHeld(p *partition) { r.takeHeld(p) }
 
 // takeHeld removes every entry of p from the router and returns them.
 func (r *Router) takeHeld(p *partition) []*entry {
@@ -560,8 +562,7 @@ func (r *Router) takeHeld(p *partition) []*entry {
 	for _, e := range held {
 		r.wake.remove(e)
 	}
-	r.timerHeld -= p.timed
-	r.metrics.timer.Sub(float64(p.timed))
+	r.stats.timer.Add(-int64(p.timed))
 	p.heldGauge.Sub(float64(p.waiting))
 	p.waiting, p.timed = 0, 0
 	return held
@@ -640,6 +641,7 @@ func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) offsets.Comm
 	}
 	deadline := time.NewTimer(r.cfg.ShutdownTimeout)
 	defer deadline.Stop()
+wait:
 	for inflight := r.inflight(); inflight > 0; inflight = r.inflight() {
 		select {
 		case <-r.doneSig:
@@ -648,8 +650,7 @@ func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) offsets.Comm
 			close(p.ack)
 		case <-deadline.C:
 			r.log.Warn("shutdown deadline passed with produces in flight; their records will be read again", "inflight", inflight)
-			r.answerRevokes(revokes, true)
-			return r.offsets(nil)
+			break wait
 		}
 	}
 	r.answerRevokes(revokes, true)

@@ -2,10 +2,13 @@ package router
 
 import "sync/atomic"
 
+// stats are the router's counters; Stats and the unlabelled Prometheus
+// series read them. The loop goroutine writes them.
 type stats struct {
 	forwarded, hopped, deadLettered atomic.Int64
 	handedOff                       atomic.Int64
-	paused                          atomic.Int64
+	paused                          atomic.Int64 // partitions paused now
+	timer                           atomic.Int64 // records in the in-memory timer now
 }
 
 // Stats are the router's counters since it started.
