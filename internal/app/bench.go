@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -84,11 +82,8 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.StringsVar(&steps, "pending-steps", "", nil, "memory mode: pending deadline counts at which to sample the router's RSS, e.g. 10000,100000,1000000")
 	fs.DurationVar(&c.pendingDelay, "pending-delay", "", 45*time.Minute, "memory mode: how far ahead the pending orders are due")
 	fs.StringsVar(&c.routerArgs, "router-args", "", nil, "extra router flags, comma-separated (e.g. --max-held-per-partition=200)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, UsageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	var errs checks
 	if rawTiers == "" {
@@ -170,9 +165,6 @@ type benchResult struct {
 func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseBench(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)

@@ -45,9 +45,8 @@ type common struct {
 	LagInterval    time.Duration
 }
 
-func env(flag string) string {
-	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
+// env is the environment variable of a flag.
+var env = cli.Env
 
 func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	c.Kafka.RegisterFlags(fs, name)
@@ -124,17 +123,27 @@ func (c *common) logger(w io.Writer, name string) *slog.Logger {
 	return slog.New(h).With("service", name)
 }
 
-// parse parses args into fs and validates with check; it prints the
-// configuration and returns flag.ErrHelp-like nil stop when --check-config.
-func parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *common, check func() checks) (stop bool, err error) {
+// parseArgs parses args into fs. --help returns flag.ErrHelp (Main exits 0
+// for it); a bad flag or a stray argument is a UsageError.
+func parseArgs(fs *cli.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
+			return err
 		}
-		return true, UsageError{err}
+		return UsageError{err}
 	}
 	if len(fs.Args()) > 0 {
-		return true, UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}
+
+// parse parses a service's args into fs and validates them with check. It
+// reports stop when the command has nothing more to do: after --help, or
+// after printing the configuration for --check-config.
+func parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *common, check func() checks) (stop bool, err error) {
+	if err := parseArgs(fs, args); err != nil {
+		return true, err
 	}
 	errs := append(c.validate(fs), check()...)
 	if err := fs.Explain(errs); err != nil {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,11 +67,8 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 	fs.BoolVar(&c.serve, "serve", "", false, "keep the pipeline running after the demo, until Ctrl-C")
 	fs.IntVar(&c.partitions, "partitions", "", 3, "partitions per topic")
 	fs.StringVar(&c.logLevel, "log-level", "", "warn", "log `level` of the router and canceller")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, UsageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	var errs checks
 	port, err := listenPort(c.listen)
@@ -106,9 +102,6 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseDemo(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	level, _ := parseLevel(c.logLevel)

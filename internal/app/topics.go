@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"io"
 
 	"github.com/hourglass/hourglass/internal/cli"
@@ -42,11 +41,8 @@ func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&partitions, "partitions", env("partitions"), DefaultPartitions, "partitions of each topic")
 	fs.IntVar(&replication, "replication-factor", env("replication-factor"), -1, "replication factor; -1 uses the broker default")
 	fs.BoolVar(&check, "check", "", false, "only check: report missing and different topics, create nothing")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return UsageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	errs := checks(kc.Validate(fs))
 	table := errs.tiers("tiers", rawTiers)

@@ -62,6 +62,13 @@ type value interface {
 	String() string
 }
 
+// Env returns the environment variable of a flag by Hourglass's convention:
+// HOURGLASS_ and the flag in upper case with dashes as underscores
+// ("max-delay" is HOURGLASS_MAX_DELAY).
+func Env(flag string) string {
+	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // NewFlagSet returns an empty FlagSet named name. Its errors are returned by
 // Parse (flag.ContinueOnError), never printed or acted on; Usage writes
 // usageHeader and the flag list to os.Stderr unless SetOutput changes that.

@@ -101,9 +101,7 @@ type Config struct {
 // HOURGLASS_* environment fallback, storing defaults into c. clientID is the
 // default of --client-id, typically the command name.
 func (c *Config) RegisterFlags(fs *cli.FlagSet, clientID string) {
-	env := func(flag string) string {
-		return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-	}
+	env := cli.Env
 	fs.StringsVar(&c.Brokers, FlagBrokers, env(FlagBrokers), []string{DefaultBrokers},
 		"Kafka seed brokers, comma-separated `host:port,...`")
 	fs.StringVar(&c.ClientID, FlagClientID, env(FlagClientID), clientID,
