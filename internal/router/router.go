@@ -26,7 +26,8 @@ type Router struct {
 	log   *slog.Logger
 	cl    *kgo.Client
 
-	tierOf map[string]time.Duration // delay topic -> tier
+	tierOf  map[string]time.Duration // delay topic -> tier
+	topicOf map[time.Duration]string // tier -> delay topic
 
 	// Owned by the loop goroutine.
 	parts map[tp]*partition
@@ -113,6 +114,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		clock:    o.Clock,
 		log:      o.Logger,
 		tierOf:   make(map[string]time.Duration),
+		topicOf:  make(map[time.Duration]string),
 		parts:    make(map[tp]*partition),
 		fetches:  make(chan polled),
 		revokes:  make(chan *revokeReq),
@@ -123,6 +125,7 @@ func New(cfg Config, o Options) (*Router, error) {
 	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats)
 	for _, d := range cfg.Tiers.Durations() {
 		r.tierOf[tiers.Topic(cfg.Prefix, d)] = d
+		r.topicOf[d] = tiers.Topic(cfg.Prefix, d)
 	}
 	opts := append([]kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
@@ -432,7 +435,7 @@ func (r *Router) forward(e *entry, now time.Time) {
 
 // hop moves e to the delay topic of tier.
 func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
-	out := r.onward(e, tiers.Topic(r.cfg.Prefix, tier), now)
+	out := r.onward(e, r.topicOf[tier], now)
 	out.Headers = tiers.SetHeaders(e.rec.Headers,
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)},

@@ -278,7 +278,13 @@ func SetHeader(headers []kgo.RecordHeader, key string, value []byte) []kgo.Recor
 // removed; keys not present are appended in order. headers is not changed.
 func SetHeaders(headers []kgo.RecordHeader, set ...kgo.RecordHeader) []kgo.RecordHeader {
 	out := make([]kgo.RecordHeader, 0, len(headers)+len(set))
-	done := make([]bool, len(set))
+	var small [8]bool // the router's hot path sets two or three headers
+	var done []bool
+	if len(set) <= len(small) {
+		done = small[:len(set)]
+	} else {
+		done = make([]bool, len(set))
+	}
 outer:
 	for _, h := range headers {
 		for i, s := range set {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -156,12 +157,13 @@ func Name(d time.Duration) string {
 		{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"},
 		{time.Millisecond, "ms"}, {time.Microsecond, "us"}, {time.Nanosecond, "ns"},
 	}
-	var b strings.Builder
+	b := make([]byte, 0, 16)
 	for _, u := range units {
 		if n := d / u.u; n > 0 {
-			fmt.Fprintf(&b, "%d%s", n, u.name)
+			b = strconv.AppendInt(b, int64(n), 10)
+			b = append(b, u.name...)
 			d -= n * u.u
 		}
 	}
-	return b.String()
+	return string(b)
 }
