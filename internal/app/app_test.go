@@ -132,7 +132,8 @@ func TestCheckConfig(t *testing.T) {
 		}, []string{"--tiers=500ms,2s,1s (flag)", "--max-delay=48h0m0s (flag)", "--partitions=3 (flag)", "--target=hourglass.cancel (default)"}},
 		{"canceller", app.Canceller, []string{
 			"--check-config", "--brokers", "127.0.0.1:1", "--closer", "log", "--topic-prefix", "shop.", "--log-level", "debug",
-		}, []string{"--closer=log (flag)", "--topic-prefix=shop. (flag)"}},
+			"--tiers", "1m,5m", "--rate-limit", "250.5", "--max-in-flight", "50",
+		}, []string{"--closer=log (flag)", "--topic-prefix=shop. (flag)", "--rate-limit=250.5 (flag)", "--max-in-flight=50 (flag)", "--max-attempts=10 (default)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ type CancellerConfig struct {
 	common
 	Canceller canceller.Config
 	Closer    string
+	tiers     string
 }
 
 // closers are the closers selectable with --closer.
@@ -57,11 +58,19 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	fs.DurationVar(&k.CommitInterval, "commit-interval", env("commit-interval"), canceller.DefaultCommitInterval, "how often offsets are committed")
 	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), canceller.DefaultShutdownTimeout, "bound on a graceful stop")
 	fs.StringVar(&k.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default the host name)")
+	fs.StringVar(&c.tiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
+	fs.IntVar(&k.MaxInFlight, "max-in-flight", env("max-in-flight"), canceller.DefaultMaxInFlight, "records closing or waiting at once; one task id never closes twice at once")
+	fs.Float64Var(&k.RateLimit, "rate-limit", env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
+	fs.IntVar(&k.RateBurst, "rate-burst", env("rate-burst"), canceller.DefaultRateBurst, "closes allowed at once above --rate-limit")
+	fs.IntVar(&k.MaxAttempts, "max-attempts", env("max-attempts"), canceller.DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
+	fs.DurationVar(&k.RetryBackoff, "retry-backoff", env("retry-backoff"), canceller.DefaultRetryBackoff, "wait before the second attempt; doubles per attempt, half of it random")
+	fs.DurationVar(&k.RetryBackoffMax, "retry-backoff-max", env("retry-backoff-max"), canceller.DefaultRetryBackoffMax, "longest wait between attempts")
 	stop, err := parse(fs, args, stdout, &c.common, func() checks {
 		var errs checks
 		if _, ok := closers[c.Closer]; !ok {
 			errs.add("closer", "%q: want log", c.Closer)
 		}
+		k.Tiers = errs.tiers("tiers", c.tiers)
 		// Only the topic names derive from the prefix; a zero anywhere else
 		// is the user's and is reported rather than replaced.
 		if len(k.Topics) == 0 {
@@ -90,7 +99,8 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	k := c.Canceller
-	specs := TopicSpecs(TopicSet{Prefix: k.Prefix, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	// The delay topics too: failed closes are rescheduled through them.
+	specs := TopicSpecs(TopicSet{Prefix: k.Prefix, Tiers: k.Tiers, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}

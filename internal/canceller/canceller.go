@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
@@ -23,15 +25,22 @@ import (
 // Canceller consumes due tasks and closes them. Create one with New and
 // start it with Run.
 type Canceller struct {
-	cfg    Config
-	clock  clock.Clock
-	log    *slog.Logger
-	closer closer.Closer
-	cl     *kgo.Client
+	cfg      Config
+	clock    clock.Clock
+	log      *slog.Logger
+	routes   map[string]Route
+	fallback *Route // closes kinds without a route; nil dead-letters them
+	limit    *rate.Limiter
+	cl       *kgo.Client
 
-	mu    sync.Mutex // guards parts and fatal
-	parts map[tp]*offsets.Tracker
-	fatal error
+	mu      sync.Mutex // guards the fields below
+	parts   map[tp]*partition
+	keys    map[string][]job // task ids with a close running, and the records waiting behind it
+	pending int              // records taken and not finished
+	fatal   error
+	wake    chan struct{} // a record finished; capacity 1
+
+	work sync.WaitGroup // one per record taken and not finished
 
 	// commitMu serializes computing and committing offsets between the
 	// periodic committer and the revoke callback.
@@ -47,11 +56,42 @@ type tp struct {
 	partition int32
 }
 
+// partition is the state of one assigned partition.
+type partition struct {
+	tr offsets.Tracker
+	// ctx is canceled when the partition is revoked or lost, or at the
+	// stop: its records not yet closing are dropped, uncommitted, for the
+	// next owner.
+	ctx    context.Context
+	cancel context.CancelFunc
+	work   sync.WaitGroup // its records taken and not finished
+}
+
+// job is a record taken from a partition.
+type job struct {
+	r *kgo.Record
+	p *partition
+}
+
+// Route is how the tasks of one kind are closed.
+type Route struct {
+	// Closer applies the closes.
+	Closer closer.Closer
+	// Limit bounds this kind's closes per second, on top of
+	// Config.RateLimit; nil means no limit of its own.
+	Limit *rate.Limiter
+}
+
 // Options are the collaborators of a Canceller.
 type Options struct {
 	// Kafka are the connection options (brokers, TLS, SASL, client id).
 	Kafka []kgo.Opt
-	// Closer applies closes; default closer.Log.
+	// Routes close the tasks of each kind (the hourglass-kind header, or
+	// Config.DefaultKind).
+	Routes map[string]Route
+	// Closer closes the tasks of kinds without a route. Default: the log
+	// closer when Routes is empty; otherwise none, and such a task goes to
+	// the dead-letter topic (reason unknown_kind).
 	Closer closer.Closer
 	// Clock is the time source; default the wall clock.
 	Clock clock.Clock
@@ -60,6 +100,14 @@ type Options struct {
 	// Registerer receives the canceller's Prometheus series; default none.
 	Registerer prometheus.Registerer
 }
+
+// Dead-letter reasons of the canceller, besides the record contract's
+// (tiers.Reason).
+const (
+	reasonCloseFailed      = "close_failed"      // a permanent close error
+	reasonRetriesExhausted = "retries_exhausted" // the last attempt failed
+	reasonUnknownKind      = "unknown_kind"      // no closer for the task's kind
+)
 
 // New returns a canceller for cfg; cfg is completed with WithDefaults and
 // validated.
@@ -77,19 +125,38 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Closer == nil {
+	if o.Closer == nil && len(o.Routes) == 0 {
 		o.Closer = closer.Log{Logger: o.Logger}
 	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
+	for kind, r := range o.Routes {
+		if r.Closer == nil {
+			return nil, fmt.Errorf("canceller: route %q has no closer", kind)
+		}
+	}
+	kinds := []string{cfg.DefaultKind}
+	for kind := range o.Routes {
+		if kind != cfg.DefaultKind {
+			kinds = append(kinds, kind)
+		}
+	}
 	c := &Canceller{
-		metrics: newMetrics(o.Registerer, cfg.DefaultKind),
+		metrics: newMetrics(o.Registerer, kinds),
 		cfg:     cfg,
 		clock:   o.Clock,
 		log:     o.Logger,
-		closer:  o.Closer,
-		parts:   make(map[tp]*offsets.Tracker),
+		routes:  o.Routes,
+		parts:   make(map[tp]*partition),
+		keys:    make(map[string][]job),
+		wake:    make(chan struct{}, 1),
+	}
+	if o.Closer != nil {
+		c.fallback = &Route{Closer: o.Closer}
+	}
+	if cfg.RateLimit > 0 {
+		c.limit = rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst)
 	}
 	opts := append([]kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
@@ -97,8 +164,8 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Commit only what is closed and whose outcome is durable.
 		kgo.DisableAutoCommit(),
-		// Rebalance callbacks run between polls, so a revoke sees every
-		// close of the partition finished.
+		// Records are dispatched between a poll and AllowRebalance, so a
+		// revoke never races a record being taken.
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
@@ -135,12 +202,22 @@ func (c *Canceller) Run(ctx context.Context) error {
 	c.ready.Store(false)
 
 	// Shutdown order: polling has stopped (no record is taken after ctx is
-	// canceled); wait for outcome and dead-letter produces, bounded; commit
-	// what is done; leave the group (Close, deferred).
-	close(stopCommits)
-	wg.Wait()
+	// canceled); records waiting for their turn or for the rate limit are
+	// dropped uncommitted; running closes finish, bounded; wait for outcome,
+	// retry and dead-letter produces, bounded; commit what is done; leave
+	// the group (Close, deferred).
+	c.mu.Lock()
+	for _, p := range c.parts {
+		p.cancel()
+	}
+	c.mu.Unlock()
 	sctx, cancel := context.WithTimeout(closeCtx, c.cfg.ShutdownTimeout)
 	defer cancel()
+	if !waitGroup(sctx, &c.work) {
+		c.log.Warn("shutdown deadline passed with closes running; their tasks will be closed again")
+	}
+	close(stopCommits)
+	wg.Wait()
 	if ferr := c.cl.Flush(sctx); ferr != nil {
 		c.log.Warn("shutdown deadline passed with produces in flight; their tasks will be closed again", "err", ferr)
 	}
@@ -150,9 +227,26 @@ func (c *Canceller) Run(ctx context.Context) error {
 	return err
 }
 
+// waitGroup waits for wg until ctx is done and reports whether wg finished.
+// On false, one goroutine stays blocked in wg.Wait until wg finishes.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 func (c *Canceller) consume(ctx, closeCtx context.Context) error {
 	for {
-		fs := c.cl.PollRecords(ctx, c.cfg.MaxPollRecords)
+		free, err := c.waitFree(ctx)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		fs := c.cl.PollRecords(ctx, min(free, c.cfg.MaxPollRecords))
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			c.cl.AllowRebalance()
 			return nil
@@ -160,75 +254,169 @@ func (c *Canceller) consume(ctx, closeCtx context.Context) error {
 		fs.EachError(func(topic string, partition int32, err error) {
 			c.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 		})
-		fs.EachRecord(func(r *kgo.Record) {
-			if ctx.Err() != nil {
-				return // not taken: read again after the restart
-			}
-			c.handle(closeCtx, r)
-		})
+		fs.EachRecord(func(r *kgo.Record) { c.dispatch(closeCtx, r) })
 		c.cl.AllowRebalance()
+	}
+}
+
+// waitFree waits until fewer than MaxInFlight records are pending and
+// returns how many more may be taken, or the error that stops the
+// canceller.
+func (c *Canceller) waitFree(ctx context.Context) (int, error) {
+	for {
 		c.mu.Lock()
-		err := c.fatal
+		free, err := c.cfg.MaxInFlight-c.pending, c.fatal
 		c.mu.Unlock()
-		if err != nil {
-			return err
+		if err != nil || free > 0 {
+			return free, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil
+		case <-c.wake:
 		}
 	}
 }
 
-// handle closes one task and produces its outcome event (and its dead
-// letter, when the close failed or the record is malformed). The offset is
-// done when every produce is acknowledged.
-func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
+// dispatch takes r: it starts closing it, or queues it behind the running
+// close of the same task id.
+func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
 	c.mu.Lock()
 	k := tp{r.Topic, r.Partition}
-	tr, ok := c.parts[k]
+	p, ok := c.parts[k]
 	if !ok {
-		t := offsets.NewTracker()
-		tr = &t
-		c.parts[k] = tr
+		p = &partition{tr: offsets.NewTracker()}
+		p.ctx, p.cancel = context.WithCancel(closeCtx)
+		c.parts[k] = p
 	}
-	tr.Add(r.Offset)
+	p.tr.Add(r.Offset)
+	p.work.Add(1)
+	c.work.Add(1)
+	c.pending++
+	c.metrics.pending.Set(float64(c.pending))
+	j := job{r, p}
+	key := string(r.Key)
+	if waiting, busy := c.keys[key]; busy {
+		c.keys[key] = append(waiting, j)
+		c.mu.Unlock()
+		return
+	}
+	c.keys[key] = nil
 	c.mu.Unlock()
+	go c.run(closeCtx, key, j)
+}
 
+// run handles j, then each record that queued behind it for the same task
+// id, in offset order.
+func (c *Canceller) run(closeCtx context.Context, key string, j job) {
+	for {
+		c.handle(closeCtx, j)
+		c.mu.Lock()
+		c.pending--
+		c.metrics.pending.Set(float64(c.pending))
+		waiting := c.keys[key]
+		if len(waiting) == 0 {
+			delete(c.keys, key)
+		} else {
+			c.keys[key] = waiting[1:]
+		}
+		c.mu.Unlock()
+		j.p.work.Done()
+		c.work.Done()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		if len(waiting) == 0 {
+			return
+		}
+		j = waiting[0]
+	}
+}
+
+// handle closes one task and produces its outcome event, and its retry or
+// dead letter when the close failed or the record is malformed. The offset
+// is done when every produce is acknowledged. A record whose partition was
+// revoked before its close began is left undone for the next owner.
+func (c *Canceller) handle(closeCtx context.Context, j job) {
+	r := j.r
+	if j.p.ctx.Err() != nil {
+		return
+	}
 	m, err := tiers.DecodeRecord(r)
 	if err != nil {
-		c.metrics.deadLetters.WithLabelValues(string(tiers.ReasonOf(err, "invalid"))).Inc()
-		c.stats.deadLettered.Add(1)
-		c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
-		c.produce(r, []*kgo.Record{c.deadLetter(r, err)})
+		c.deadLetter(r, string(tiers.ReasonOf(err, "invalid")), err)
 		return
 	}
 	task := closer.Task{ID: string(r.Key), Kind: m.Kind, Payload: r.Value, Meta: m, Attempt: max(1, m.Attempt)}
 	if task.Kind == "" {
 		task.Kind = c.cfg.DefaultKind
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
+	route, ok := c.routes[task.Kind]
+	if !ok {
+		if c.fallback == nil {
+			c.deadLetter(r, reasonUnknownKind, fmt.Errorf("no closer for kind %q", task.Kind))
+			return
+		}
+		route = *c.fallback
+	}
+	// Wait for the rate limits. Neither wait holds a close slot of the
+	// closer; both end when the partition is revoked.
+	for _, l := range []*rate.Limiter{c.limit, route.Limit} {
+		if l == nil {
+			continue
+		}
+		if err := c.wait(j.p.ctx, l); err != nil {
+			return
+		}
+	}
+
+	cctx, cancel := context.WithTimeout(closeCtx, c.cfg.CloseTimeout)
 	c.metrics.inFlight.Inc()
 	started := c.clock.Now()
-	res, err := c.closer.Close(cctx, task)
+	res, err := route.Closer.Close(cctx, task)
 	c.metrics.inFlight.Dec()
 	cancel()
 	if err == nil && !res.Outcome.Final() {
 		err = closer.Permanent(fmt.Errorf("closer returned outcome %q without an error", res.Outcome))
 	}
 	now := c.clock.Now()
+	deadline := m.Due
+	if !m.Deadline.IsZero() {
+		deadline = m.Deadline
+	}
 	ev := outcome.Event{
 		V: outcome.Version, TaskID: task.ID, Kind: task.Kind, Outcome: string(res.Outcome), Detail: res.Detail,
 		Attempt: task.Attempt, Hops: m.Hops, Path: m.Path,
-		ScheduledMs: millis(m.Scheduled), DueMs: m.Due.UnixMilli(), ForwardedMs: millis(m.Forwarded),
-		ClosedMs: now.UnixMilli(), LatenessMs: now.UnixMilli() - m.Due.UnixMilli(),
+		ScheduledMs: millis(m.Scheduled), DueMs: m.Due.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
+		ForwardedMs: millis(m.Forwarded), ClosedMs: now.UnixMilli(), LatenessMs: now.UnixMilli() - m.Due.UnixMilli(),
 		Instance: c.cfg.Instance, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}
 	out := make([]*kgo.Record, 0, 2)
-	if err != nil {
-		ev.Outcome, ev.Error = string(closer.Failed), err.Error()
-		c.log.Warn("close failed", "task", task.ID, "kind", task.Kind, "err", err)
-		out = append(out, c.deadLetter(r, fmt.Errorf("%s: %w", reasonCloseFailed, err)))
+	switch {
+	case err == nil:
+	case !closer.IsPermanent(err) && task.Attempt < c.cfg.MaxAttempts:
+		wait := c.backoff(task.Attempt, err)
+		ev.Outcome, ev.Error = outcome.Retry, err.Error()
+		c.log.Info("close failed; retrying", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "in", wait, "err", err)
+		out = append(out, c.retry(r, m, deadline, task.Attempt+1, now.Add(wait)))
+		c.stats.retried.Add(1)
+		c.metrics.retries.WithLabelValues(task.Kind).Inc()
+	default:
+		reason := reasonCloseFailed
+		if !closer.IsPermanent(err) {
+			reason = reasonRetriesExhausted
+			err = fmt.Errorf("attempt %d of %d: %w", task.Attempt, c.cfg.MaxAttempts, err)
+		}
+		ev.Outcome, ev.Error = outcome.Failed, err.Error()
+		c.log.Warn("close failed; dead letter", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "reason", reason, "err", err)
+		dl := tiers.DeadLetter(r, c.cfg.DeadLetter, fmt.Errorf("%s: %w", reason, err), now)
+		dl.Headers = tiers.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(fmt.Sprint(task.Attempt)))
+		out = append(out, dl)
 		c.stats.deadLettered.Add(1)
-		c.metrics.deadLetters.WithLabelValues(reasonCloseFailed).Inc()
+		c.metrics.deadLetters.WithLabelValues(reason).Inc()
 	}
-	c.stats.count(closer.Outcome(ev.Outcome))
+	c.stats.count(ev.Outcome)
 	c.metrics.closes.WithLabelValues(task.Kind, ev.Outcome).Inc()
 	c.metrics.duration.WithLabelValues(task.Kind).Observe(now.Sub(started).Seconds())
 	if late := now.Sub(m.Due); late < 0 {
@@ -244,8 +432,60 @@ func (c *Canceller) handle(ctx context.Context, r *kgo.Record) {
 	c.produce(r, out)
 }
 
-func (c *Canceller) deadLetter(r *kgo.Record, cause error) *kgo.Record {
-	return tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now())
+// wait takes a token of l, and reports ctx's error if ctx ends first.
+func (c *Canceller) wait(ctx context.Context, l *rate.Limiter) error {
+	if l.Allow() {
+		return nil
+	}
+	start := time.Now()
+	err := l.Wait(ctx)
+	c.metrics.rateWait.Add(time.Since(start).Seconds())
+	return err
+}
+
+// backoff returns the wait before the attempt after attempt: RetryBackoff
+// doubled per attempt, capped at RetryBackoffMax, its upper half random
+// ("equal jitter"), and at least what the closer asked for with
+// closer.RetryAfter.
+func (c *Canceller) backoff(attempt int, err error) time.Duration {
+	d := c.cfg.RetryBackoff
+	for i := 1; i < attempt && d < c.cfg.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.cfg.RetryBackoffMax)
+	d = d/2 + rand.N(d/2+1)
+	if after, ok := closer.RetryAfterOf(err); ok && after > d {
+		d = after
+	}
+	return d
+}
+
+// retry returns the record that schedules attempt of r's task at due: r
+// with its due time, target (the topic it came from), attempt and deadline
+// set, in the delay topic of the wait.
+func (c *Canceller) retry(r *kgo.Record, m tiers.Meta, deadline time.Time, attempt int, due time.Time) *kgo.Record {
+	now := c.clock.Now()
+	tier := c.cfg.Tiers.Pick(due.Sub(now))
+	return &kgo.Record{
+		Topic: tiers.Topic(c.cfg.Prefix, tier), Key: r.Key, Value: r.Value, Timestamp: now,
+		Headers: tiers.SetHeaders(r.Headers,
+			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(due)},
+			kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte(fmt.Sprint(attempt))},
+			kgo.RecordHeader{Key: tiers.HeaderDeadline, Value: tiers.FormatMillis(deadline)},
+		),
+	}
+}
+
+// deadLetter sends a record that cannot be closed to the dead-letter topic.
+func (c *Canceller) deadLetter(r *kgo.Record, reason string, cause error) {
+	c.metrics.deadLetters.WithLabelValues(reason).Inc()
+	c.stats.deadLettered.Add(1)
+	c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", cause)
+	if tiers.ReasonOf(cause, "") == "" {
+		cause = fmt.Errorf("%s: %w", reason, cause)
+	}
+	c.produce(r, []*kgo.Record{tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now())})
 }
 
 // produce sends outs and marks src done when all are acknowledged. A produce
@@ -261,12 +501,16 @@ func (c *Canceller) produce(src *kgo.Record, outs []*kgo.Record) {
 					c.fatal = fmt.Errorf("produce %s[%d]@%d to %s: %w", src.Topic, src.Partition, src.Offset, o.Topic, err)
 				}
 				c.mu.Unlock()
+				select {
+				case c.wake <- struct{}{}:
+				default:
+				}
 				return
 			}
 			if left.Add(-1) == 0 {
 				c.mu.Lock()
-				if tr, ok := c.parts[tp{src.Topic, src.Partition}]; ok {
-					tr.Done(src.Offset)
+				if p, ok := c.parts[tp{src.Topic, src.Partition}]; ok {
+					p.tr.Done(src.Offset)
 				}
 				c.mu.Unlock()
 			}
@@ -286,8 +530,8 @@ func (c *Canceller) offsets() offsets.Commits {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(offsets.Commits)
-	for k, tr := range c.parts {
-		out.Add(k.topic, k.partition, tr)
+	for k, p := range c.parts {
+		out.Add(k.topic, k.partition, &p.tr)
 	}
 	return out
 }
@@ -310,8 +554,10 @@ func (c *Canceller) commitLoop(stop <-chan struct{}) {
 	}
 }
 
-// onRevoked runs between polls: every close of the revoked partitions is
-// finished. It waits for their produces, commits and forgets them.
+// onRevoked runs while no record is being taken. Records of the revoked
+// partitions that have not begun closing are dropped (the next owner reads
+// them again); it waits for the closes running and their produces, bounded,
+// then commits and forgets the partitions.
 func (c *Canceller) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	if len(revoked) == 0 {
 		return
@@ -320,16 +566,33 @@ func (c *Canceller) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[s
 	defer c.commitMu.Unlock()
 	fctx, cancel := context.WithTimeout(ctx, c.cfg.ShutdownTimeout)
 	defer cancel()
+	var gone []*partition
+	c.mu.Lock()
+	for topic, ps := range revoked {
+		for _, n := range ps {
+			if p, ok := c.parts[tp{topic, n}]; ok {
+				p.cancel()
+				gone = append(gone, p)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range gone {
+		if !waitGroup(fctx, &p.work) {
+			c.log.Warn("revoke: closes still running; their tasks will be closed again")
+			break
+		}
+	}
 	if err := cl.Flush(fctx); err != nil {
 		c.log.Warn("revoke: produces still in flight; their tasks will be closed again", "err", err)
 	}
 	offs := make(offsets.Commits)
 	c.mu.Lock()
 	for topic, ps := range revoked {
-		for _, p := range ps {
-			if tr, ok := c.parts[tp{topic, p}]; ok {
-				offs.Add(topic, p, tr)
-				delete(c.parts, tp{topic, p})
+		for _, n := range ps {
+			if p, ok := c.parts[tp{topic, n}]; ok {
+				offs.Add(topic, n, &p.tr)
+				delete(c.parts, tp{topic, n})
 			}
 		}
 	}
@@ -337,12 +600,17 @@ func (c *Canceller) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[s
 	offsets.Commit(fctx, c.cl, offs, c.log)
 }
 
+// onLost forgets lost partitions: their records not yet closing are
+// dropped, and nothing of theirs is committed.
 func (c *Canceller) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for topic, ps := range lost {
-		for _, p := range ps {
-			delete(c.parts, tp{topic, p})
+		for _, n := range ps {
+			if p, ok := c.parts[tp{topic, n}]; ok {
+				p.cancel()
+				delete(c.parts, tp{topic, n})
+			}
 		}
 	}
 }

@@ -47,10 +47,21 @@ type bundle struct {
 
 func setup(t *testing.T, cfg Config, cr closer.Closer) *bundle {
 	t.Helper()
+	return setupRoutes(t, cfg, Options{Closer: cr})
+}
+
+// setupRoutes is setup with the closers of o (Closer and Routes).
+func setupRoutes(t *testing.T, cfg Config, o Options) *bundle {
+	t.Helper()
 	prefix := "t" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."
 	cfg.Prefix, cfg.Group = prefix, prefix+"canceller"
 	if cfg.Instance == "" {
 		cfg.Instance = "test-instance"
+	}
+	if cfg.MaxInFlight == 0 {
+		// One at a time, so that outcomes and dead letters come in offset
+		// order and read can stop at a key; the concurrency tests set more.
+		cfg.MaxInFlight = 1
 	}
 	cfg = cfg.WithDefaults()
 	cl, err := kgo.NewClient(seeds, kgo.ProducerLinger(0))
@@ -62,23 +73,25 @@ func setup(t *testing.T, cfg Config, cr closer.Closer) *bundle {
 	// Create the topics before the canceller subscribes.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := b.adm.CreateTopics(ctx, 1, 1, nil, append([]string{cfg.Outcomes, cfg.DeadLetter}, cfg.Topics...)...)
+	topics := append([]string{cfg.Outcomes, cfg.DeadLetter}, cfg.Topics...)
+	resp, err := b.adm.CreateTopics(ctx, 1, 1, nil, append(topics, cfg.Tiers.Topics(cfg.Prefix)...)...)
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.start(t, cr)
+	b.start(t, o)
 	return b
 }
 
-// start runs a canceller for b's config and closer; stop stops it
+// start runs a canceller for b's config and the closers of o; stop stops it
 // gracefully and returns Run's error (later calls return the same).
-func (b *bundle) start(t *testing.T, cr closer.Closer) {
+func (b *bundle) start(t *testing.T, o Options) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := New(b.cfg, Options{Kafka: []kgo.Opt{seeds}, Closer: cr, Clock: b.clock, Logger: log})
+	o.Kafka, o.Clock = []kgo.Opt{seeds}, b.clock
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	c, err := New(b.cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +184,27 @@ func (b *bundle) read(t *testing.T, topic, last string) []*kgo.Record {
 	}
 }
 
+// readN returns the first n records of topic.
+func (b *bundle) readN(t *testing.T, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: %d records in 10s, want %d", topic, len(out), n)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out[:n]
+}
+
 // outcomes reads the outcome events up to and including the one of task
 // last, by task id; it fails on a task with two events.
 func (b *bundle) outcomes(t *testing.T, last string) map[string]outcomeRecord {
@@ -252,7 +286,9 @@ func TestOutcomeEvent(t *testing.T) {
 	// The second task has only the required header, and is handled later.
 	b.clock.Advance(250 * time.Millisecond)
 	due2 := t0.Add(200 * time.Millisecond) // 50ms late at t0+250ms
-	off2 := b.produce(t, "order-2", "", hdrMillis(tiers.HeaderDue, due2), hdr(tiers.HeaderAttempt, "3"))
+	deadline2 := t0.Add(-time.Minute)      // a retry: due after its deadline
+	off2 := b.produce(t, "order-2", "", hdrMillis(tiers.HeaderDue, due2), hdr(tiers.HeaderAttempt, "3"),
+		hdrMillis(tiers.HeaderDeadline, deadline2))
 	b.waitStats(t, func(s Stats) bool { return s.Closed == 2 })
 
 	got := b.outcomes(t, "order-2")
@@ -267,13 +303,13 @@ func TestOutcomeEvent(t *testing.T) {
 		{"order-1", outcome.Event{
 			V: outcome.Version, TaskID: "order-1", Kind: "order-timeout", Outcome: "closed",
 			Attempt: 1, Hops: 4, Path: "30m,5m,1m*2",
-			ScheduledMs: scheduled.UnixMilli(), DueMs: due.UnixMilli(), ForwardedMs: forwarded.UnixMilli(),
+			ScheduledMs: scheduled.UnixMilli(), DueMs: due.UnixMilli(), DeadlineMs: due.UnixMilli(), ForwardedMs: forwarded.UnixMilli(),
 			ClosedMs: t0.UnixMilli(), LatenessMs: 1500, Instance: "test-instance",
 			Topic: b.cfg.Topics[0], Partition: 0, Offset: off1,
 		}, t0},
 		{"order-2", outcome.Event{
 			V: outcome.Version, TaskID: "order-2", Kind: "invoice-timeout", Outcome: "closed",
-			Attempt: 3, DueMs: due2.UnixMilli(),
+			Attempt: 3, DueMs: due2.UnixMilli(), DeadlineMs: deadline2.UnixMilli(),
 			ClosedMs: t0.Add(250 * time.Millisecond).UnixMilli(), LatenessMs: 50, Instance: "test-instance",
 			Topic: b.cfg.Topics[0], Partition: 0, Offset: off2,
 		}, t0.Add(250 * time.Millisecond)},
@@ -302,9 +338,9 @@ func TestOutcomeEvent(t *testing.T) {
 	}
 }
 
-// TestCloseFailed: a close that errs, or returns no final outcome, is
-// reported as failed and dead-lettered with the cause; the record is kept
-// unchanged.
+// TestCloseFailed: a close that errs on its last attempt, errs for good or
+// returns no final outcome is reported as failed and dead-lettered with the
+// cause; the record is kept unchanged.
 func TestCloseFailed(t *testing.T) {
 	cr := closer.CloserFunc(func(_ context.Context, tk closer.Task) (closer.Result, error) {
 		switch tk.ID {
@@ -321,7 +357,7 @@ func TestCloseFailed(t *testing.T) {
 		}
 		return closer.Result{Outcome: closer.Closed}, nil
 	})
-	b := setup(t, Config{}, cr)
+	b := setup(t, Config{MaxAttempts: 1}, cr)
 	due := t0.Add(-time.Second)
 	offs := map[string]int64{}
 	for _, id := range []string{"err", "err-permanent", "empty", "unknown", "failed-no-err", "ok"} {
@@ -331,7 +367,7 @@ func TestCloseFailed(t *testing.T) {
 
 	got := b.outcomes(t, "ok")
 	for id, wantErr := range map[string]string{
-		"err":           "db down",
+		"err":           "attempt 1 of 1: db down",
 		"err-permanent": "bad payload",
 		"empty":         `closer returned outcome "" without an error`,
 		"unknown":       `closer returned outcome "cancelled" without an error`,
@@ -353,8 +389,15 @@ func TestCloseFailed(t *testing.T) {
 	for _, r := range dlq {
 		id := string(r.Key)
 		reason, _ := tiers.Header(r.Headers, tiers.HeaderReason)
-		if !strings.HasPrefix(string(reason), "close_failed") || !strings.Contains(string(reason), got[id].Error) {
-			t.Errorf("%s: reason %q, want close_failed with %q", id, reason, got[id].Error)
+		want := "close_failed: "
+		if id == "err" {
+			want = "retries_exhausted: "
+		}
+		if string(reason) != want+got[id].Error {
+			t.Errorf("%s: reason %q, want %q", id, reason, want+got[id].Error)
+		}
+		if n, _ := tiers.Header(r.Headers, tiers.HeaderAttempt); string(n) != "1" {
+			t.Errorf("%s: attempt header %q, want 1", id, n)
 		}
 		if src, _ := tiers.Header(r.Headers, tiers.HeaderSource); string(src) != fmt.Sprintf("%s[0]@%d", b.cfg.Topics[0], offs[id]) {
 			t.Errorf("%s: source %q", id, src)
@@ -485,7 +528,7 @@ func TestResumeAfterStop(t *testing.T) {
 	}
 
 	// So does a new canceller: it closes only the new task.
-	b.start(t, &m)
+	b.start(t, Options{Closer: &m})
 	b.waitStats(t, func(s Stats) bool { return s.NotFound == 1 })
 	if s := b.c.Stats(); s != (Stats{NotFound: 1}) {
 		t.Errorf("restarted canceller stats %+v, want only the new task", s)

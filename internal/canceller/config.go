@@ -1,6 +1,7 @@
 package canceller
 
 import (
+	"math"
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
@@ -16,6 +17,11 @@ const (
 	DefaultCommitInterval  = time.Second
 	DefaultShutdownTimeout = 20 * time.Second
 	DefaultMaxPollRecords  = 1000
+	DefaultMaxInFlight     = 10
+	DefaultRateBurst       = 1
+	DefaultMaxAttempts     = 10
+	DefaultRetryBackoff    = time.Second
+	DefaultRetryBackoffMax = 10 * time.Minute
 )
 
 // Config is the canceller's behaviour; the Kafka connection is passed to New
@@ -48,6 +54,31 @@ type Config struct {
 	// Instance names this canceller in outcome events; default the host
 	// name.
 	Instance string
+
+	// Tiers are the delay tiers a failed close is rescheduled through; the
+	// router's table. Default tiers.DefaultTable().
+	Tiers tiers.Table
+	// MaxInFlight bounds the records taken and not yet finished, closes
+	// running or waiting. Two records of the same task id never close at
+	// once: the later waits for the earlier. Default DefaultMaxInFlight.
+	MaxInFlight int
+	// RateLimit bounds closes per second over all kinds (a token bucket of
+	// RateBurst tokens), so a backlog after an outage cannot flood the
+	// order store. Zero means no limit; this is the default.
+	RateLimit float64
+	// RateBurst is the bucket size of RateLimit; default DefaultRateBurst.
+	RateBurst int
+	// MaxAttempts is how many times a close is tried before the task goes
+	// to the dead-letter topic; default DefaultMaxAttempts. 1 means no
+	// retry.
+	MaxAttempts int
+	// RetryBackoff is the wait before the second attempt; each further
+	// attempt doubles it, up to RetryBackoffMax, and a random half of it is
+	// jitter. Default DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// RetryBackoffMax caps the wait between attempts; default
+	// DefaultRetryBackoffMax.
+	RetryBackoffMax time.Duration
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -81,6 +112,24 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Tiers.Len() == 0 {
+		c.Tiers = tiers.DefaultTable()
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.RateBurst == 0 {
+		c.RateBurst = DefaultRateBurst
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.RetryBackoffMax == 0 {
+		c.RetryBackoffMax = DefaultRetryBackoffMax
 	}
 	return c
 }
@@ -125,10 +174,31 @@ func (c Config) Validate() []error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"close-timeout", c.CloseTimeout}, {"commit-interval", c.CommitInterval}, {"shutdown-timeout", c.ShutdownTimeout}} {
+	}{
+		{"close-timeout", c.CloseTimeout}, {"commit-interval", c.CommitInterval}, {"shutdown-timeout", c.ShutdownTimeout},
+		{"retry-backoff", c.RetryBackoff}, {"retry-backoff-max", c.RetryBackoffMax},
+	} {
 		if d.v <= 0 {
 			bad(d.flag, "%v: must be positive", d.v)
 		}
+	}
+	if c.RetryBackoff > 0 && c.RetryBackoffMax > 0 && c.RetryBackoffMax < c.RetryBackoff {
+		bad("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)
+	}
+	if c.Tiers.Len() == 0 {
+		bad("tiers", "no tiers")
+	}
+	if c.MaxInFlight < 1 {
+		bad("max-in-flight", "%d: must be at least 1", c.MaxInFlight)
+	}
+	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
+		bad("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
+	}
+	if c.RateBurst < 1 {
+		bad("rate-burst", "%d: must be at least 1", c.RateBurst)
+	}
+	if c.MaxAttempts < 1 {
+		bad("max-attempts", "%d: must be at least 1", c.MaxAttempts)
 	}
 	return errs
 }

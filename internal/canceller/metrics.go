@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -15,17 +16,17 @@ type metrics struct {
 	lateness    *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
 	inFlight    prometheus.Gauge
+	pending     prometheus.Gauge
+	retries     *prometheus.CounterVec
+	rateWait    prometheus.Counter
 	early       prometheus.Counter
 }
 
-// reasonCloseFailed is the dead-letter reason of a failed close.
-const reasonCloseFailed = "close_failed"
-
-func newMetrics(reg prometheus.Registerer, defaultKind string) *metrics {
+func newMetrics(reg prometheus.Registerer, kinds []string) *metrics {
 	const ns, sub = "hourglass", "canceller"
 	m := &metrics{
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "closes_total",
-			Help: "Close attempts, by task kind and outcome (closed, already_closed, skipped, not_found, failed)."}, []string{"kind", "outcome"}),
+			Help: "Close attempts, by task kind and outcome (closed, already_closed, skipped, not_found, retry, failed)."}, []string{"kind", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "close_duration_seconds",
 			Help: "How long the closer took, by task kind.", Buckets: telemetry.LatencyBuckets}, []string{"kind"}),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "close_lateness_seconds",
@@ -34,17 +35,28 @@ func newMetrics(reg prometheus.Registerer, defaultKind string) *metrics {
 			Help: "Records sent to the dead-letter topic, by reason code."}, []string{"reason"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "closes_in_flight",
 			Help: "Closes running now."}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pending_records",
+			Help: "Records taken and not finished: closing, waiting for the rate limit, or queued behind a close of the same task id."}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total",
+			Help: "Failed closes rescheduled through the delay tiers for another attempt, by task kind."}, []string{"kind"}),
+		rateWait: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rate_limit_wait_seconds_total",
+			Help: "Time closes waited for the rate limits, summed over closes."}),
 		early: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "early_closes_total",
 			Help: "Closes applied before their due time by this canceller's clock. Must stay 0; a rise with none at the router means the clocks disagree."}),
 	}
-	reg.MustRegister(m.closes, m.duration, m.lateness, m.deadLetters, m.inFlight, m.early)
+	reg.MustRegister(m.closes, m.duration, m.lateness, m.deadLetters, m.inFlight, m.pending, m.retries, m.rateWait, m.early)
 	// Start the series alerts divide by at zero.
-	for _, o := range []closer.Outcome{closer.Closed, closer.AlreadyClosed, closer.Skipped, closer.NotFound, closer.Failed} {
-		m.closes.WithLabelValues(defaultKind, string(o))
+	for _, kind := range kinds {
+		for _, o := range []string{string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped),
+			string(closer.NotFound), outcome.Retry, outcome.Failed} {
+			m.closes.WithLabelValues(kind, o)
+		}
+		m.duration.WithLabelValues(kind)
+		m.lateness.WithLabelValues(kind)
+		m.retries.WithLabelValues(kind)
 	}
-	m.duration.WithLabelValues(defaultKind)
-	m.lateness.WithLabelValues(defaultKind)
-	for _, r := range []string{reasonCloseFailed, string(tiers.ReasonKeyMissing), string(tiers.ReasonDueMissing)} {
+	for _, r := range []string{reasonCloseFailed, reasonRetriesExhausted, reasonUnknownKind,
+		string(tiers.ReasonKeyMissing), string(tiers.ReasonDueMissing)} {
 		m.deadLetters.WithLabelValues(r)
 	}
 	return m

@@ -4,14 +4,16 @@ import (
 	"sync/atomic"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 type stats struct {
-	closed, alreadyClosed, skipped, notFound, failed, deadLettered atomic.Int64
+	closed, alreadyClosed, skipped, notFound, retried, failed, deadLettered atomic.Int64
 }
 
-func (s *stats) count(o closer.Outcome) {
-	switch o {
+// count counts a final outcome; retries are counted where they are made.
+func (s *stats) count(o string) {
+	switch closer.Outcome(o) {
 	case closer.Closed:
 		s.closed.Add(1)
 	case closer.AlreadyClosed:
@@ -20,21 +22,23 @@ func (s *stats) count(o closer.Outcome) {
 		s.skipped.Add(1)
 	case closer.NotFound:
 		s.notFound.Add(1)
+	case outcome.Retry:
 	default:
 		s.failed.Add(1)
 	}
 }
 
-// Stats are the canceller's counters since it started.
+// Stats are the canceller's counters since it started. Failed counts
+// closes that failed for good; Retried, failed closes rescheduled.
 type Stats struct {
-	Closed, AlreadyClosed, Skipped, NotFound, Failed, DeadLettered int64
+	Closed, AlreadyClosed, Skipped, NotFound, Retried, Failed, DeadLettered int64
 }
 
 // Stats returns the counters.
 func (c *Canceller) Stats() Stats {
 	return Stats{
 		Closed: c.stats.closed.Load(), AlreadyClosed: c.stats.alreadyClosed.Load(),
-		Skipped: c.stats.skipped.Load(), NotFound: c.stats.notFound.Load(),
+		Skipped: c.stats.skipped.Load(), NotFound: c.stats.notFound.Load(), Retried: c.stats.retried.Load(),
 		Failed: c.stats.failed.Load(), DeadLettered: c.stats.deadLettered.Load(),
 	}
 }

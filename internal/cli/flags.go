@@ -129,6 +129,12 @@ func (f *FlagSet) IntVar(p *int, name, env string, def int, usage string) {
 	f.add(name, env, usage, "int", strconv.Itoa(def), (*intValue)(p))
 }
 
+// Float64Var defines a float64 flag; see StringVar.
+func (f *FlagSet) Float64Var(p *float64, name, env string, def float64, usage string) {
+	*p = def
+	f.add(name, env, usage, "number", strconv.FormatFloat(def, 'g', -1, 64), (*floatValue)(p))
+}
+
 // BoolVar defines a bool flag; see StringVar. On the command line it takes no
 // value (--tls) or an attached one (--tls=false); from the environment it
 // takes anything strconv.ParseBool accepts. A false default is not shown in
@@ -335,6 +341,18 @@ func (v *intValue) parse(s string) error {
 	return nil
 }
 func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+
+type floatValue float64
+
+func (v *floatValue) parse(s string) error {
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	*v = floatValue(n)
+	return nil
+}
+func (v *floatValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
 
 type boolValue bool
 

@@ -319,3 +319,32 @@ func TestNewFlagSetOutput(t *testing.T) {
 		t.Errorf("default output is not os.Stderr")
 	}
 }
+
+func TestFloat64Var(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		want    float64
+		wantErr string
+	}{
+		{want: 2.5},
+		{args: []string{"--rate=120"}, want: 120},
+		{env: map[string]string{"HOURGLASS_RATE": " 0.5 "}, want: 0.5},
+		{args: []string{"--rate", "fast"}, wantErr: `"fast" is not a number`},
+		{env: map[string]string{"HOURGLASS_RATE": "x"}, wantErr: `HOURGLASS_RATE (--rate): "x" is not a number`},
+	} {
+		var v float64
+		f := NewFlagSet("test", "usage")
+		f.lookupEnv = func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		f.SetOutput(new(bytes.Buffer))
+		f.Float64Var(&v, "rate", "HOURGLASS_RATE", 2.5, "closes per second")
+		err := f.Parse(tc.args)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v %v: error %v, want %q", tc.args, tc.env, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || v != tc.want):
+			t.Errorf("%v %v: %v, %v; want %v", tc.args, tc.env, v, err, tc.want)
+		}
+	}
+}

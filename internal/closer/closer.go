@@ -6,6 +6,7 @@ package closer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -88,4 +89,38 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p)
+}
+
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e retryAfterError) Error() string { return e.err.Error() }
+func (e retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter marks a retryable err with the earliest time to try again,
+// such as an HTTP Retry-After answer; the canceller waits at least that
+// long before the next attempt. RetryAfter(nil, d) is nil.
+func RetryAfter(err error, after time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return retryAfterError{err, after}
+}
+
+// RetryAfterOf returns the delay err was marked with by RetryAfter.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var r retryAfterError
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}
+
+// Stopper is implemented by closers that hold resources (a connection
+// pool, a Kafka client). The canceller calls Stop once, after its last
+// close.
+type Stopper interface {
+	Stop() error
 }

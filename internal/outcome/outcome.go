@@ -18,17 +18,21 @@ type Event struct {
 	V           int    `json:"v"`
 	TaskID      string `json:"task_id"`
 	Kind        string `json:"kind"`
-	Outcome     string `json:"outcome"`          // closer.Outcome, or "dead_letter"
+	Outcome     string `json:"outcome"`          // closer.Outcome, Retry or Failed
 	Detail      string `json:"detail,omitempty"` // e.g. the state that made a close skip
 	Error       string `json:"error,omitempty"`
 	Attempt     int    `json:"attempt"`
 	Hops        int    `json:"hops"`
 	Path        string `json:"path"`
 	ScheduledMs int64  `json:"scheduled_ms"`
-	DueMs       int64  `json:"due_ms"`
+	DueMs       int64  `json:"due_ms"` // due time of this attempt
+	// DeadlineMs is the task's deadline: DueMs of its first attempt. A
+	// retry is due later than the deadline; lateness against the deadline
+	// is ClosedMs - DeadlineMs.
+	DeadlineMs  int64  `json:"deadline_ms"`
 	ForwardedMs int64  `json:"forwarded_ms"`
-	ClosedMs    int64  `json:"closed_ms"` // when the close returned
-	LatenessMs  int64  `json:"lateness_ms"`
+	ClosedMs    int64  `json:"closed_ms"`   // when the close returned
+	LatenessMs  int64  `json:"lateness_ms"` // ClosedMs - DueMs
 	Instance    string `json:"instance"`
 	// Source locates the cancel record: with Attempt it identifies the
 	// attempt, so replays after a crash can be deduplicated.
@@ -36,6 +40,17 @@ type Event struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 }
+
+// Outcomes of an attempt besides the closer's final ones (closed,
+// already_closed, skipped, not_found).
+const (
+	// Retry: the close failed with a retryable error and the task was
+	// rescheduled for another attempt.
+	Retry = "retry"
+	// Failed: the close failed for good (a permanent error, or the last
+	// attempt) and the task went to the dead-letter topic.
+	Failed = "failed"
+)
 
 // Marshal encodes e.
 func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }

@@ -41,6 +41,10 @@ const (
 	// HeaderAttempt is the close attempt, starting at 1; the canceller sets
 	// it when it reschedules a failed close.
 	HeaderAttempt = "hourglass-attempt"
+	// HeaderDeadline is set by the canceller when it reschedules a failed
+	// close: the task's original due time, unix milliseconds. HeaderDue is
+	// then the time of the next attempt.
+	HeaderDeadline = "hourglass-deadline"
 	// HeaderReason is set on dead letters: why the record was rejected, as
 	// "code: detail" (codes are the Reason constants).
 	HeaderReason = "hourglass-dlq-reason"
@@ -104,6 +108,7 @@ type Meta struct {
 	Hops      int       // HeaderHops
 	Path      string    // HeaderPath
 	Attempt   int       // HeaderAttempt; 0 when absent (the first attempt)
+	Deadline  time.Time // HeaderDeadline; zero on a first attempt
 }
 
 // DecodeRecord validates a delay record: its key (the task id) must not be
@@ -165,6 +170,8 @@ func Decode(headers []kgo.RecordHeader) (Meta, error) {
 			m.Hops, err = decodeCount(HeaderHops, v)
 		case HeaderAttempt:
 			m.Attempt, err = decodeCount(HeaderAttempt, v)
+		case HeaderDeadline:
+			m.Deadline, err = decodeMillis(HeaderDeadline, v)
 		case HeaderPath:
 			if len(v) > maxPathLen || !printable(v) {
 				err = invalid(ReasonHeaderInvalid, "%s must be at most %d printable characters", HeaderPath, maxPathLen)
@@ -185,7 +192,7 @@ func Decode(headers []kgo.RecordHeader) (Meta, error) {
 var headerBits = map[string]uint16{
 	HeaderDue: 1 << 0, HeaderTarget: 1 << 1, HeaderVersion: 1 << 2, HeaderKind: 1 << 3,
 	HeaderScheduled: 1 << 4, HeaderForwarded: 1 << 5, HeaderHops: 1 << 6,
-	HeaderAttempt: 1 << 7, HeaderPath: 1 << 8,
+	HeaderAttempt: 1 << 7, HeaderPath: 1 << 8, HeaderDeadline: 1 << 9,
 }
 
 func decodeDue(v []byte) (time.Time, error) {

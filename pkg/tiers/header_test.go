@@ -69,6 +69,7 @@ func TestDecode(t *testing.T) {
 				HeaderHops, "3",
 				HeaderPath, "30m*2,5m",
 				HeaderAttempt, "2",
+				HeaderDeadline, "1767225500000",
 			),
 			want: Meta{
 				Due:       dueTime,
@@ -79,6 +80,7 @@ func TestDecode(t *testing.T) {
 				Hops:      3,
 				Path:      "30m*2,5m",
 				Attempt:   2,
+				Deadline:  time.UnixMilli(1767225500000),
 			},
 		},
 		{
@@ -163,6 +165,7 @@ func TestDecode(t *testing.T) {
 		{name: "hops above the limit", headers: hdrs(HeaderDue, due, HeaderHops, "1000001"), wantReason: ReasonHeaderInvalid},
 		{name: "hops with 8 digits", headers: hdrs(HeaderDue, due, HeaderHops, "00000001"), wantReason: ReasonHeaderInvalid},
 		{name: "attempt not a number", headers: hdrs(HeaderDue, due, HeaderAttempt, "two"), wantReason: ReasonHeaderInvalid},
+		{name: "deadline not a number", headers: hdrs(HeaderDue, due, HeaderDeadline, "soon"), wantReason: ReasonHeaderInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,7 +202,8 @@ func TestDecode(t *testing.T) {
 
 func metaEqual(a, b Meta) bool {
 	return a.Due.Equal(b.Due) && a.Scheduled.Equal(b.Scheduled) && a.Forwarded.Equal(b.Forwarded) &&
-		a.Target == b.Target && a.Kind == b.Kind && a.Path == b.Path && a.Hops == b.Hops && a.Attempt == b.Attempt
+		a.Target == b.Target && a.Kind == b.Kind && a.Path == b.Path && a.Hops == b.Hops && a.Attempt == b.Attempt &&
+		a.Deadline.Equal(b.Deadline)
 }
 
 // TestDecodeClipsDetail checks that a hostile value does not end up whole in
