@@ -1,0 +1,296 @@
+package sqlcloser
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass/hourglass/internal/conf"
+)
+
+// Drivers.
+const (
+	// DriverPostgres is PostgreSQL through pgx.
+	DriverPostgres = "postgres"
+	// DriverMySQL is MySQL and MariaDB through go-sql-driver/mysql.
+	DriverMySQL = "mysql"
+)
+
+// Defaults that Config.WithDefaults fills in for zero fields.
+const (
+	DefaultTable            = "orders"
+	DefaultKeyColumn        = "id"
+	DefaultStatusColumn     = "status"
+	DefaultOpenStatus       = "UNPAID"
+	DefaultClosedStatus     = "CLOSED"
+	DefaultClosedAtColumn   = "closed_at"
+	DefaultMaxOpenConns     = 10
+	DefaultConnMaxLifetime  = 30 * time.Minute
+	DefaultStatementTimeout = 5 * time.Second
+	DefaultCreatedColumn    = "created_at"
+	DefaultPageSize         = 500
+)
+
+// NoColumn as ClosedAtColumn means the table has no close-time column.
+const NoColumn = "-"
+
+// Config configures the sql closer. Fields left zero take the default their
+// doc states (see WithDefaults).
+type Config struct {
+	// Driver is "postgres" or "mysql" (MySQL and MariaDB). Required.
+	Driver string `yaml:"driver"`
+	// DSN is the data source name. Required.
+	//
+	// postgres: a pgx connection string or URL,
+	// postgres://user:pass@host:5432/shop?sslmode=verify-full. Statements
+	// run in pgx's "exec" query mode (no named prepared statements, so
+	// PgBouncer in transaction mode works) unless the DSN sets
+	// default_query_exec_mode itself.
+	//
+	// mysql: a go-sql-driver DSN, user:pass@tcp(127.0.0.1:3306)/shop.
+	// parseTime=true and loc=UTC are forced, interpolateParams=true is set
+	// (one round trip per statement), and the session time_zone is set to
+	// '+00:00' unless the DSN sets time_zone: NOW() and the timestamps the
+	// closer reads and compares are UTC.
+	DSN conf.Secret `yaml:"dsn"`
+	// TLS, when set, replaces the DSN's own TLS settings and makes TLS
+	// required (no plaintext fallback). Default: the DSN's (sslmode, tls).
+	TLS conf.TLS `yaml:"tls"`
+
+	// Table is the order table, optionally schema-qualified
+	// (shop.orders). Default "orders". Identifiers are quoted, so in
+	// Postgres they are case-sensitive: write them as stored.
+	Table string `yaml:"table"`
+	// KeyColumn holds the task id; it must be unique (the primary key).
+	// Default "id".
+	KeyColumn string `yaml:"key_column"`
+	// StatusColumn holds the order state. Default "status".
+	StatusColumn string `yaml:"status_column"`
+	// OpenStatuses are the states a close may change. Default ["UNPAID"].
+	OpenStatuses []string `yaml:"open_statuses"`
+	// ClosedStatus is the state a close sets. Default "CLOSED".
+	ClosedStatus string `yaml:"closed_status"`
+	// ClosedAtColumn is set to the database's current time by a close;
+	// "-" means the table has none. Default "closed_at".
+	ClosedAtColumn string `yaml:"closed_at_column"`
+
+	// CloseStatement replaces the default conditional update for unusual
+	// schemas. Its only parameter is the task id, written $1 (postgres) or
+	// ? (mysql); it must change one row when it closes and none otherwise.
+	// The id is bound as a string, also to the status and release
+	// statements; for mysql compare it to an integer column through
+	// CAST(? AS UNSIGNED) or similar (MySQL compares an integer with a
+	// string as floating-point numbers). Default: built from the fields
+	// above, and for mysql an integer key column gets the id as an integer.
+	CloseStatement string `yaml:"close_statement"`
+	// StatusStatement replaces the default status lookup
+	// (SELECT status FROM table WHERE key = $1). It returns one row with
+	// one column, the current state, for the task id; no row means not
+	// found.
+	StatusStatement string `yaml:"status_statement"`
+	// ReleaseStatement, when set, runs in the same transaction right after
+	// a close changed a row, with the task id as its only parameter: return
+	// the stock the order held, for instance. If it fails, the close is
+	// rolled back and reported as failed. Default: none.
+	ReleaseStatement string `yaml:"release_statement"`
+
+	// MaxOpenConns bounds the pool. Default 10.
+	MaxOpenConns int `yaml:"max_open_conns"`
+	// MaxIdleConns is how many idle connections the pool keeps; at most
+	// MaxOpenConns. Default MaxOpenConns.
+	MaxIdleConns int `yaml:"max_idle_conns"`
+	// ConnMaxLifetime recycles connections older than this. Default 30m.
+	ConnMaxLifetime time.Duration `yaml:"conn_max_lifetime"`
+	// StatementTimeout bounds each statement (and the connect of New).
+	// Postgres also gets it as the server-side statement_timeout unless
+	// the DSN sets one. Default 5s.
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
+
+	// Reconcile configures the reconcile scan.
+	Reconcile ReconcileConfig `yaml:"reconcile"`
+}
+
+// ReconcileConfig configures Closer.Reconcile.
+type ReconcileConfig struct {
+	// CreatedColumn holds the order's creation time; (StatusColumn,
+	// CreatedColumn) should be indexed. Default "created_at".
+	CreatedColumn string `yaml:"created_column"`
+	// Deadline is how long after creation an unpaid order is due.
+	// Required to reconcile; zero disables Reconcile.
+	Deadline time.Duration `yaml:"deadline"`
+	// PageSize is how many orders one scan query reads. Default 500.
+	PageSize int `yaml:"page_size"`
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	setString(&c.Table, DefaultTable)
+	setString(&c.KeyColumn, DefaultKeyColumn)
+	setString(&c.StatusColumn, DefaultStatusColumn)
+	if len(c.OpenStatuses) == 0 {
+		c.OpenStatuses = []string{DefaultOpenStatus}
+	} else {
+		c.OpenStatuses = slices.Clone(c.OpenStatuses)
+	}
+	setString(&c.ClosedStatus, DefaultClosedStatus)
+	setString(&c.ClosedAtColumn, DefaultClosedAtColumn)
+	if c.MaxOpenConns == 0 {
+		c.MaxOpenConns = DefaultMaxOpenConns
+	}
+	if c.MaxIdleConns == 0 {
+		c.MaxIdleConns = c.MaxOpenConns
+	}
+	if c.ConnMaxLifetime == 0 {
+		c.ConnMaxLifetime = DefaultConnMaxLifetime
+	}
+	if c.StatementTimeout == 0 {
+		c.StatementTimeout = DefaultStatementTimeout
+	}
+	setString(&c.Reconcile.CreatedColumn, DefaultCreatedColumn)
+	if c.Reconcile.PageSize == 0 {
+		c.Reconcile.PageSize = DefaultPageSize
+	}
+	return c
+}
+
+func setString(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+var (
+	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+	pgArgRE = regexp.MustCompile(`\$([0-9]+)`)
+)
+
+// Validate reports every problem of c with defaults applied, each message
+// starting with the YAML key. It resolves the DSN secret and parses it, so
+// an unset environment variable is reported here.
+func (c Config) Validate() []error {
+	c = c.WithDefaults()
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	switch c.Driver {
+	case DriverPostgres, DriverMySQL:
+	case "":
+		add("driver: required (%s or %s)", DriverPostgres, DriverMySQL)
+	default:
+		add("driver: %q is not one of %s, %s", c.Driver, DriverPostgres, DriverMySQL)
+	}
+
+	if c.DSN.IsZero() {
+		add("dsn: required")
+	} else if err := c.DSN.Validate(); err != nil {
+		add("dsn: %v", err)
+	} else if dsn, _ := c.DSN.Resolve(); dsn == "" {
+		add("dsn: empty")
+	} else if err := parseDSN(c.Driver, dsn); err != nil {
+		add("dsn: %v", err)
+	}
+	errs = append(errs, c.TLS.Validate()...)
+
+	if !tableRE.MatchString(c.Table) {
+		add("table: %q is not an identifier (letters, digits and _, optionally schema.table)", c.Table)
+	}
+	for _, col := range []struct{ key, val string }{
+		{"key_column", c.KeyColumn},
+		{"status_column", c.StatusColumn},
+		{"reconcile.created_column", c.Reconcile.CreatedColumn},
+	} {
+		if !identRE.MatchString(col.val) {
+			add("%s: %q is not an identifier (letters, digits and _)", col.key, col.val)
+		}
+	}
+	if c.ClosedAtColumn != NoColumn && !identRE.MatchString(c.ClosedAtColumn) {
+		add("closed_at_column: %q is not an identifier (letters, digits and _) or %q", c.ClosedAtColumn, NoColumn)
+	}
+	for i, s := range c.OpenStatuses {
+		switch {
+		case s == "":
+			add("open_statuses[%d]: empty", i)
+		case s == c.ClosedStatus:
+			add("open_statuses[%d]: %q is the closed_status", i, s)
+		}
+	}
+	for _, st := range []struct{ key, val string }{
+		{"close_statement", c.CloseStatement},
+		{"status_statement", c.StatusStatement},
+		{"release_statement", c.ReleaseStatement},
+	} {
+		if st.val == "" {
+			continue
+		}
+		if err := checkOneParam(c.Driver, st.val); err != nil {
+			add("%s: %v", st.key, err)
+		}
+	}
+
+	if c.MaxOpenConns < 0 {
+		add("max_open_conns: %d is negative", c.MaxOpenConns)
+	}
+	if c.MaxIdleConns < 0 {
+		add("max_idle_conns: %d is negative", c.MaxIdleConns)
+	} else if c.MaxOpenConns > 0 && c.MaxIdleConns > c.MaxOpenConns {
+		add("max_idle_conns: %d is more than max_open_conns %d", c.MaxIdleConns, c.MaxOpenConns)
+	}
+	if c.ConnMaxLifetime < 0 {
+		add("conn_max_lifetime: %s is negative", c.ConnMaxLifetime)
+	}
+	if c.StatementTimeout < 0 {
+		add("statement_timeout: %s is negative", c.StatementTimeout)
+	}
+	if c.Reconcile.Deadline < 0 {
+		add("reconcile.deadline: %s is negative", c.Reconcile.Deadline)
+	}
+	if c.Reconcile.PageSize < 0 {
+		add("reconcile.page_size: %d is negative", c.Reconcile.PageSize)
+	}
+	return errs
+}
+
+// parseDSN checks that dsn parses for driver; its errors never hold the
+// password.
+func parseDSN(driver, dsn string) error {
+	switch driver {
+	case DriverPostgres:
+		if _, err := pgx.ParseConfig(dsn); err != nil {
+			return err // pgconn redacts the password
+		}
+	case DriverMySQL:
+		if _, err := mysql.ParseDSN(dsn); err != nil {
+			return fmt.Errorf("not a go-sql-driver DSN (user:pass@tcp(host:3306)/db): %w", err)
+		}
+	}
+	return nil
+}
+
+// checkOneParam reports a custom statement that does not take exactly the
+// task id as its parameter.
+func checkOneParam(driver, stmt string) error {
+	switch driver {
+	case DriverPostgres:
+		seen := false
+		for _, m := range pgArgRE.FindAllStringSubmatch(stmt, -1) {
+			if m[1] != "1" {
+				return fmt.Errorf("uses $%s; the only parameter is the task id, $1", m[1])
+			}
+			seen = true
+		}
+		if !seen {
+			return fmt.Errorf("does not use $1, the task id")
+		}
+	case DriverMySQL:
+		if n := strings.Count(stmt, "?"); n != 1 {
+			return fmt.Errorf("has %d ? placeholders; it takes one, the task id", n)
+		}
+	}
+	return nil
+}

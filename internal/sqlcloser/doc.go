@@ -1,0 +1,69 @@
+// Package sqlcloser is the sql closer: it closes an order with one
+// conditional update in the service's own database, Postgres (through pgx)
+// or MySQL/MariaDB (through go-sql-driver/mysql), both through
+// database/sql. Its Reconcile scan is the safety net run as
+// `hourglass reconcile`.
+//
+// # The close
+//
+// For the default configuration Close runs
+//
+//	UPDATE "orders" SET "status" = $2, "closed_at" = now()
+//	WHERE "id" = $1 AND "status" IN ($3)        -- $2 = 'CLOSED', $3 = 'UNPAID'
+//
+// With a release statement (return the order's stock, say), the update and
+// the release run in one transaction, the release only when the update
+// changed the row: a closed order never keeps its stock, and stock is
+// returned exactly once. A custom close statement also runs in a
+// transaction, rolled back if it changed more than one row. One row
+// changed is closer.Closed. No row changed is followed by a status lookup
+// outside the transaction: no row is closer.NotFound, the closed status
+// closer.AlreadyClosed, anything else closer.Skipped with the status as
+// Result.Detail ("PAID").
+//
+// The update is conditional, so a close delivered twice, or racing a
+// payment (UPDATE ... SET status = 'PAID' WHERE id = $1 AND status =
+// 'UNPAID'), changes the row at most once and never closes a paid order:
+// the row lock orders the two, and the loser's condition no longer holds.
+//
+// MySQL uses ? placeholders, backquoted identifiers and
+// CURRENT_TIMESTAMP(6). MySQL and MariaDB compare an integer column with a
+// string as floating-point numbers (so '42abc' matches 42, and ids above
+// 2^53 may match their neighbours), so New looks up the key column's type
+// and, for an integer column, binds the task id as an integer parsed
+// strictly; an id that does not parse is a permanent error.
+//
+// # Errors
+//
+// Errors wrap the operation and the task id. Those a retry cannot fix are
+// marked closer.Permanent: Postgres SQLSTATE classes 21, 22, 23, 42, 44 and
+// 0A (syntax error, undefined table or column, an id that is not a valid
+// integer, a constraint), MySQL 1054, 1064, 1146, 1292, 1366 and the like.
+// Everything else is retryable: connection refused or reset, timeouts,
+// serialization failures and deadlocks (40001, 40P01, 1213, 1205), too many
+// connections (53300, 1040), a server shutting down (57P01..57P03, 1053),
+// "bad connection". When the caller's ctx ends, the error wraps ctx's
+// error.
+//
+// # Reconcile
+//
+// Reconcile closes the orders the pipeline missed: those still open whose
+// created_at + reconcile.deadline is before now - grace, now taken from an
+// injected clock, not the database. It reads
+//
+//	SELECT "id", "created_at" FROM "orders"
+//	WHERE "status" IN ($1) AND "created_at" < $2
+//	  AND ("created_at" > $3 OR ("created_at" = $3 AND "id" > $4))
+//	ORDER BY "created_at", "id" LIMIT 500
+//
+// page by page (keyset pagination, served by an index on (status,
+// created_at)) and closes each order through a closer.Closer, normally the
+// Closer itself.
+//
+// # Time zones
+//
+// Postgres timestamptz columns compare correctly whatever the zones. For a
+// timestamp (without time zone) or a MySQL DATETIME column, the values are
+// taken as UTC: the MySQL session runs with time_zone '+00:00' and the
+// driver with loc=UTC and parseTime=true.
+package sqlcloser
