@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -59,11 +61,16 @@ func TestBadConfig(t *testing.T) {
 		{"router extra argument", app.Router, []string{"--tiers", "1m", "extra"}, nil, []string{"extra"}},
 		{"router tiers from env", app.Router, nil, map[string]string{"HOURGLASS_TIERS": "bad"}, []string{"--tiers", "HOURGLASS_TIERS", `"bad"`}},
 		{"router max delay from env", app.Router, nil, map[string]string{"HOURGLASS_MAX_DELAY": "abc"}, []string{"--max-delay", "HOURGLASS_MAX_DELAY", `"abc"`}},
-		{"canceller unknown closer", app.Canceller, []string{"--closer", "nope"}, nil, []string{"--closer", `"nope"`}},
+		{"canceller closers file missing", app.Canceller, []string{"--closers", "/nonexistent/closers.yaml"}, nil, []string{"--closers", "/nonexistent/closers.yaml", "no such file"}},
+		{"canceller negative rate limit", app.Canceller, []string{"--rate-limit", "-5"}, nil, []string{"--rate-limit", "-5"}},
+		{"canceller rate limit not a number", app.Canceller, []string{"--rate-limit", "fast"}, nil, []string{"--rate-limit", `"fast"`}},
+		{"canceller zero in flight", app.Canceller, []string{"--max-in-flight", "0"}, nil, []string{"--max-in-flight"}},
+		{"canceller backoff max below backoff", app.Canceller, []string{"--retry-backoff", "1m", "--retry-backoff-max", "1s"}, nil, []string{"--retry-backoff-max"}},
+		{"canceller tiers not a duration", app.Canceller, []string{"--tiers", "1x"}, nil, []string{"--tiers", `"1x"`}},
 		{"canceller zero partitions", app.Canceller, []string{"--partitions", "0"}, nil, []string{"--partitions"}},
 		{"canceller loud log level", app.Canceller, []string{"--log-level", "loud"}, nil, []string{"--log-level", `"loud"`}},
 		{"canceller broker without port", app.Canceller, []string{"--brokers", "foo"}, nil, []string{"--brokers", `"foo"`}},
-		{"canceller closer from env", app.Canceller, nil, map[string]string{"HOURGLASS_CLOSER": "nope"}, []string{"--closer", "HOURGLASS_CLOSER", `"nope"`}},
+		{"canceller closers from env", app.Canceller, nil, map[string]string{"HOURGLASS_CLOSERS": "/nonexistent/c.yaml"}, []string{"--closers", "HOURGLASS_CLOSERS", "/nonexistent/c.yaml"}},
 		{"topics tiers not a duration", topics, []string{"--tiers", "1x"}, nil, []string{"--tiers", `"1x"`}},
 		{"topics tiers twice", topics, []string{"--tiers", "5m,5m"}, nil, []string{"--tiers"}},
 		{"topics zero partitions", topics, []string{"--partitions", "0"}, nil, []string{"--partitions", "0"}},
@@ -114,6 +121,38 @@ func TestBadConfigAllReported(t *testing.T) {
 	}
 }
 
+// TestClosersFile: the canceller reports the problems of its closers file
+// under --closers, each with its place in the file, and accepts a good one.
+func TestClosersFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("closers:\n  order-timeout:\n    sql: {driver: oracle, dsn: {env: HOURGLASS_TEST_UNSET_DSN}}\n  reminder:\n    kafka: {topic: sms}\n    http: {url: 'http://127.0.0.1/{id}'}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := run(t, app.Canceller, "--closers", bad)
+	var ue app.UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("error %T %v, want an app.UsageError", err, err)
+	}
+	for _, w := range []string{"--closers", bad, "closers.order-timeout.sql.driver", "HOURGLASS_TEST_UNSET_DSN", "closers.reminder: set exactly one"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("closers:\n  order-timeout:\n    http: {url: 'http://127.0.0.1:1/orders/{id}/close'}\n  audit:\n    log: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run(t, app.Canceller, "--check-config", "--closers", good)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "--closers="+good+" (flag)") {
+		t.Errorf("stdout does not show --closers:\n%s", stdout)
+	}
+}
+
 // TestCheckConfig checks that --check-config with a valid configuration
 // returns nil without connecting, prints the effective values and says the
 // configuration is valid; flags win over environment variables.
@@ -131,9 +170,9 @@ func TestCheckConfig(t *testing.T) {
 			"--partitions", "3", "--log-level", "warn", "--http-addr", "127.0.0.1:0", "--session-timeout", "2s",
 		}, []string{"--tiers=500ms,2s,1s (flag)", "--max-delay=48h0m0s (flag)", "--partitions=3 (flag)", "--target=hourglass.cancel (default)"}},
 		{"canceller", app.Canceller, []string{
-			"--check-config", "--brokers", "127.0.0.1:1", "--closer", "log", "--topic-prefix", "shop.", "--log-level", "debug",
+			"--check-config", "--brokers", "127.0.0.1:1", "--topic-prefix", "shop.", "--log-level", "debug",
 			"--tiers", "1m,5m", "--rate-limit", "250.5", "--max-in-flight", "50",
-		}, []string{"--closer=log (flag)", "--topic-prefix=shop. (flag)", "--rate-limit=250.5 (flag)", "--max-in-flight=50 (flag)", "--max-attempts=10 (default)"}},
+		}, []string{"--topic-prefix=shop. (flag)", "--rate-limit=250.5 (flag)", "--max-in-flight=50 (flag)", "--max-attempts=10 (default)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +202,7 @@ func TestHelp(t *testing.T) {
 		want string // in the usage
 	}{
 		{"router", app.Router, []string{"--help"}, "--tiers"},
-		{"canceller", app.Canceller, []string{"-h"}, "--closer"},
+		{"canceller", app.Canceller, []string{"-h"}, "--closers"},
 		{"hourglass", app.Hourglass, []string{"--help"}, "demo"},
 		{"hourglass topics", app.Hourglass, []string{"topics", "--help"}, "--tiers"},
 		{"hourglass demo", app.Hourglass, []string{"demo", "--help"}, "--orders"},

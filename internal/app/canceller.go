@@ -4,23 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/closers"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 const cancellerUsage = `canceller closes due Hourglass tasks.
 
-It consumes the cancel topic as a consumer group, applies an idempotent close
-through the configured closer, produces one outcome event per close to the
-outcomes topic, and commits a record only when its close and its outcome are
-done.
+It consumes the cancel topic as a consumer group and closes each task through
+the closer of its kind, from the --closers file (sql, http, kafka or log; see
+the README). Up to --max-in-flight closes run at once, never two of the same
+task id, within --rate-limit. A failed close is rescheduled through the delay
+tiers with backoff; after --max-attempts, or on a permanent error, the task
+goes to the dead-letter topic. Every attempt produces an outcome event, and a
+record is committed only when its close and its events are durable.
 
 Usage: canceller [flags]
 
@@ -31,13 +33,12 @@ Flags (each has an environment variable; flags win):
 type CancellerConfig struct {
 	common
 	Canceller canceller.Config
-	Closer    string
-	tiers     string
-}
-
-// closers are the closers selectable with --closer.
-var closers = map[string]func(log *slog.Logger) closer.Closer{
-	"log": func(log *slog.Logger) closer.Closer { return closer.Log{Logger: log} },
+	// ClosersFile is the closers file (--closers); empty logs every task
+	// instead of closing it.
+	ClosersFile string
+	// Closers is the loaded ClosersFile.
+	Closers closers.File
+	tiers   string
 }
 
 func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, bool, error) {
@@ -52,7 +53,7 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	fs.StringVar(&k.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
 	fs.StringVar(&k.Group, "group", env("group"), canceller.DefaultGroup, "consumer `group`")
 	fs.StringVar(&k.DefaultKind, "default-kind", env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
-	fs.StringVar(&c.Closer, "closer", env("closer"), "log", "how tasks are closed: log")
+	fs.StringVar(&c.ClosersFile, "closers", env("closers"), "", "closers `file` (YAML): the closer of each task kind; without it tasks are only logged")
 	fs.DurationVar(&k.CloseTimeout, "close-timeout", env("close-timeout"), canceller.DefaultCloseTimeout, "bound on one close")
 	fs.IntVar(&k.MaxPollRecords, "max-poll-records", env("max-poll-records"), canceller.DefaultMaxPollRecords, "records taken per poll")
 	fs.DurationVar(&k.CommitInterval, "commit-interval", env("commit-interval"), canceller.DefaultCommitInterval, "how often offsets are committed")
@@ -67,8 +68,12 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	fs.DurationVar(&k.RetryBackoffMax, "retry-backoff-max", env("retry-backoff-max"), canceller.DefaultRetryBackoffMax, "longest wait between attempts")
 	stop, err := parse(fs, args, stdout, &c.common, func() checks {
 		var errs checks
-		if _, ok := closers[c.Closer]; !ok {
-			errs.add("closer", "%q: want log", c.Closer)
+		if c.ClosersFile != "" {
+			f, err := closers.Load(c.ClosersFile)
+			if err != nil {
+				errs.add("closers", "%v", err)
+			}
+			c.Closers = f
 		}
 		k.Tiers = errs.tiers("tiers", c.tiers)
 		// Only the topic names derive from the prefix; a zero anywhere else
@@ -104,12 +109,34 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
+	co := canceller.Options{Logger: log}
+	if c.ClosersFile == "" {
+		log.Warn("no --closers file: every task is logged, not closed")
+	} else {
+		cs, err := c.Closers.Open(ctx, opts, log)
+		if err != nil {
+			return fmt.Errorf("--closers %s: %w", c.ClosersFile, err)
+		}
+		// After the canceller's last close (Run has returned).
+		defer func() {
+			if err := cs.Stop(); err != nil {
+				log.Warn("stopping closers", "err", err)
+			}
+		}()
+		co.Routes = cs.Routes
+	}
 	tel := telemetry.New()
-	cn, err := canceller.New(k, canceller.Options{Kafka: append(opts, tel.Hook()), Logger: log, Closer: closers[c.Closer](log), Registerer: tel})
+	co.Kafka, co.Registerer = append(opts, tel.Hook()), tel
+	cn, err := canceller.New(k, co)
 	if err != nil {
 		return err
 	}
-	log.Info("canceller starting", "topics", k.Topics, "closer", c.Closer, "outcomes", k.Outcomes, "group", k.Group)
+	kinds := make([]string, 0, len(c.Closers.Closers))
+	for _, kind := range c.Closers.Kinds() {
+		kinds = append(kinds, kind+"="+c.Closers.Closers[kind].Type())
+	}
+	log.Info("canceller starting", "topics", k.Topics, "closers", kinds, "outcomes", k.Outcomes, "group", k.Group,
+		"max_in_flight", k.MaxInFlight, "rate_limit", k.RateLimit)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := cn.Run(gctx); err != nil {

@@ -18,6 +18,8 @@ Commands:
   demo        run a complete local pipeline on an embedded broker, with a demo order source
   bench       measure the pipeline on an embedded broker and print one JSON line
   topics      create or check the pipeline's topics
+  dlq         list and replay dead letters
+  reconcile   close overdue unpaid orders the pipeline missed (scans the order table)
   router      run the router service (same as the router binary)
   canceller   run the canceller service (same as the canceller binary)
 
@@ -28,6 +30,8 @@ var subcommands = map[string]Command{
 	"demo":      Demo,
 	"bench":     Bench,
 	"topics":    Topics,
+	"dlq":       DLQ,
+	"reconcile": Reconcile,
 	"router":    Router,
 	"canceller": Canceller,
 }

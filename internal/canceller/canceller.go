@@ -398,7 +398,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 	case !closer.IsPermanent(err) && task.Attempt < c.cfg.MaxAttempts:
 		wait := c.backoff(task.Attempt, err)
 		ev.Outcome, ev.Error = outcome.Retry, err.Error()
-		c.log.Info("close failed; retrying", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "in", wait, "err", err)
+		c.log.Debug("close failed; retrying", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "in", wait, "err", err)
 		out = append(out, c.retry(r, m, deadline, task.Attempt+1, now.Add(wait)))
 		c.stats.retried.Add(1)
 		c.metrics.retries.WithLabelValues(task.Kind).Inc()

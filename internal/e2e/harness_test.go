@@ -48,7 +48,7 @@ var pipes atomic.Int64
 // pipe is one test's share of the broker: its own topics (prefix) and
 // consumer groups, a producer and an admin client.
 type pipe struct {
-	t      *testing.T
+	t      testing.TB
 	prefix string
 	table  tiers.Table
 	seeds  []kgo.Opt
@@ -59,7 +59,7 @@ type pipe struct {
 // newPipe creates the topics of a pipeline with tiers tierList under a
 // prefix unique to this test, each with the given partitions and the
 // settings the services recommend (app.TopicSpecs).
-func newPipe(t *testing.T, name, tierList string, partitions int) *pipe {
+func newPipe(t testing.TB, name, tierList string, partitions int) *pipe {
 	t.Helper()
 	table, err := tiers.Parse(tierList)
 	if err != nil {
@@ -178,7 +178,7 @@ func (p *pipe) waitAssigned(ctx context.Context, members int) error {
 // stop is called or the test ends; a run that returns by itself fails the
 // test. stop cancels run's context and returns what run returned, waiting
 // at most stopTimeout.
-func start(t *testing.T, name string, run func(context.Context) error) (stop func() error) {
+func start(t testing.TB, name string, run func(context.Context) error) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -214,7 +214,7 @@ func start(t *testing.T, name string, run func(context.Context) error) (stop fun
 // waitFor polls cond every pollEvery until it holds. It returns an error
 // when ctx ends first or when the test has already failed (a service
 // stopped, say), so that a broken run does not wait out its whole deadline.
-func waitFor(ctx context.Context, t *testing.T, cond func() bool) error {
+func waitFor(ctx context.Context, t testing.TB, cond func() bool) error {
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for !cond() {
@@ -231,11 +231,11 @@ func waitFor(ctx context.Context, t *testing.T, cond func() bool) error {
 }
 
 // testLogger logs warnings and errors of a service into the test log.
-func testLogger(t *testing.T, name string) *slog.Logger {
+func testLogger(t testing.TB, name string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("service", name)
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(b), "\n"))
@@ -555,7 +555,7 @@ func (p *pipe) checkPath(path string, hops int) error {
 }
 
 // reportList fails the test with the number of problems and the first few.
-func reportList(t *testing.T, what string, items []string, of int) {
+func reportList(t testing.TB, what string, items []string, of int) {
 	t.Helper()
 	if len(items) == 0 {
 		return

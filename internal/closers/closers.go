@@ -1,0 +1,248 @@
+package closers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/time/rate"
+
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/httpcloser"
+	"github.com/hourglass/hourglass/internal/kafkacloser"
+	"github.com/hourglass/hourglass/internal/sqlcloser"
+)
+
+// DefaultRateBurst is the default of Entry.RateBurst.
+const DefaultRateBurst = 1
+
+// File is a closers file.
+type File struct {
+	// Closers maps each task kind to its closer.
+	Closers map[string]Entry `yaml:"closers"`
+}
+
+// Entry is the closer of one kind: exactly one of SQL, HTTP, Kafka and Log.
+type Entry struct {
+	SQL   *sqlcloser.Config   `yaml:"sql"`
+	HTTP  *httpcloser.Config  `yaml:"http"`
+	Kafka *kafkacloser.Config `yaml:"kafka"`
+	// Log closes nothing and logs each task; written `log: {}`.
+	Log *struct{} `yaml:"log"`
+	// RateLimit bounds this kind's closes per second, on top of the
+	// canceller's --rate-limit. Zero, the default, means no limit of its
+	// own.
+	RateLimit float64 `yaml:"rate_limit"`
+	// RateBurst is the bucket size of RateLimit; default DefaultRateBurst.
+	RateBurst int `yaml:"rate_burst"`
+}
+
+// Type names the closer of e: "sql", "http", "kafka" or "log"; "" if none
+// is set.
+func (e Entry) Type() string {
+	switch {
+	case e.SQL != nil:
+		return "sql"
+	case e.HTTP != nil:
+		return "http"
+	case e.Kafka != nil:
+		return "kafka"
+	case e.Log != nil:
+		return "log"
+	}
+	return ""
+}
+
+// Load reads, decodes and validates the closers file at path. The error
+// names the file and, for each problem, its place in it.
+func Load(path string) (File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return File{}, err
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes and validates a closers file; name is used in errors.
+func Parse(b []byte, name string) (File, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return File{}, fmt.Errorf("%s: empty; want a closers: map of task kinds", name)
+		}
+		return File{}, fmt.Errorf("%s: %w", name, err)
+	}
+	for kind, e := range f.Closers {
+		if e.RateBurst == 0 {
+			e.RateBurst = DefaultRateBurst
+		}
+		switch {
+		case e.SQL != nil:
+			c := e.SQL.WithDefaults()
+			e.SQL = &c
+		case e.HTTP != nil:
+			c := e.HTTP.WithDefaults()
+			e.HTTP = &c
+		case e.Kafka != nil:
+			c := e.Kafka.WithDefaults()
+			e.Kafka = &c
+		}
+		f.Closers[kind] = e
+	}
+	if errs := f.Validate(); len(errs) > 0 {
+		for i, err := range errs {
+			errs[i] = fmt.Errorf("%s: %w", name, err)
+		}
+		return File{}, errors.Join(errs...)
+	}
+	return f, nil
+}
+
+// Validate reports every problem of f, each prefixed with its place in the
+// file (closers.<kind>.<type>.<key>).
+func (f File) Validate() []error {
+	var errs []error
+	if len(f.Closers) == 0 {
+		return []error{errors.New("closers: no task kinds")}
+	}
+	for _, kind := range f.Kinds() {
+		e := f.Closers[kind]
+		at := "closers." + kind
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf(at+": "+format, args...))
+		}
+		if kind == "" || len(kind) > 128 || !utf8.ValidString(kind) || strings.ContainsFunc(kind, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			bad("a kind is at most 128 printable characters (the hourglass-kind header)")
+		}
+		n := 0
+		for _, set := range []bool{e.SQL != nil, e.HTTP != nil, e.Kafka != nil, e.Log != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			bad("set exactly one of sql, http, kafka and log")
+		}
+		if e.RateLimit < 0 || math.IsNaN(e.RateLimit) || math.IsInf(e.RateLimit, 0) {
+			bad("rate_limit: %v: want closes per second, 0 for no limit", e.RateLimit)
+		}
+		if e.RateBurst < 1 {
+			bad("rate_burst: %d: must be at least 1", e.RateBurst)
+		}
+		var sub []error
+		switch {
+		case e.SQL != nil:
+			sub = e.SQL.Validate()
+		case e.HTTP != nil:
+			sub = e.HTTP.Validate()
+		case e.Kafka != nil:
+			sub = e.Kafka.Validate()
+		}
+		for _, err := range sub {
+			errs = append(errs, fmt.Errorf("%s.%s.%w", at, e.Type(), err))
+		}
+	}
+	return errs
+}
+
+// Kinds returns the kinds of f, sorted.
+func (f File) Kinds() []string {
+	kinds := make([]string, 0, len(f.Closers))
+	for k := range f.Closers {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// Closers are the open closers of a File.
+type Closers struct {
+	// Routes are the canceller's routes, by kind.
+	Routes map[string]canceller.Route
+	open   []closer.Stopper
+}
+
+// Open opens the closer of every kind (database pools are pinged, so a
+// wrong DSN fails here). kafka are the connection options of the
+// canceller's cluster, for kafka closers. On error, what was opened is
+// stopped.
+func (f File) Open(ctx context.Context, kafka []kgo.Opt, log *slog.Logger) (*Closers, error) {
+	cs := &Closers{Routes: make(map[string]canceller.Route, len(f.Closers))}
+	for _, kind := range f.Kinds() {
+		c, err := f.open(ctx, kind, kafka, log)
+		if err != nil {
+			_ = cs.Stop()
+			return nil, err
+		}
+		r := canceller.Route{Closer: c}
+		if e := f.Closers[kind]; e.RateLimit > 0 {
+			r.Limit = rate.NewLimiter(rate.Limit(e.RateLimit), e.RateBurst)
+		}
+		cs.Routes[kind] = r
+		if s, ok := c.(closer.Stopper); ok {
+			cs.open = append(cs.open, s)
+		}
+	}
+	return cs, nil
+}
+
+// OpenSQL opens the sql closer of kind, for reconcile.
+func (f File) OpenSQL(ctx context.Context, kind string) (*sqlcloser.Closer, error) {
+	e, ok := f.Closers[kind]
+	if !ok {
+		return nil, fmt.Errorf("closers: no kind %q (have %s)", kind, strings.Join(f.Kinds(), ", "))
+	}
+	if e.SQL == nil {
+		return nil, fmt.Errorf("closers.%s: a %s closer; reconcile needs an sql closer", kind, e.Type())
+	}
+	c, err := sqlcloser.New(ctx, *e.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("closers.%s.sql: %w", kind, err)
+	}
+	return c, nil
+}
+
+func (f File) open(ctx context.Context, kind string, kafka []kgo.Opt, log *slog.Logger) (closer.Closer, error) {
+	e := f.Closers[kind]
+	var (
+		c   closer.Closer
+		err error
+	)
+	switch {
+	case e.SQL != nil:
+		c, err = sqlcloser.New(ctx, *e.SQL)
+	case e.HTTP != nil:
+		c, err = httpcloser.New(*e.HTTP)
+	case e.Kafka != nil:
+		c, err = kafkacloser.New(*e.Kafka, kafka)
+	default:
+		c = closer.Log{Logger: log.With("kind", kind)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("closers.%s.%s: %w", kind, e.Type(), err)
+	}
+	return c, nil
+}
+
+// Stop stops every closer that holds resources, after the canceller's
+// last close.
+func (cs *Closers) Stop() error {
+	var errs []error
+	for _, s := range cs.open {
+		errs = append(errs, s.Stop())
+	}
+	return errors.Join(errs...)
+}

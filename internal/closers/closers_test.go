@@ -1,0 +1,175 @@
+package closers
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/dbtest"
+)
+
+func TestParse(t *testing.T) {
+	t.Setenv("ORDERS_TOKEN_TEST", "s3cret")
+	tests := []struct {
+		name    string
+		file    string
+		want    map[string]string // kind -> type
+		wantErr []string          // substrings, all present
+	}{
+		{
+			name: "every type",
+			file: `
+closers:
+  order-timeout:
+    sql:
+      driver: postgres
+      dsn: {value: "postgres://postgres@127.0.0.1:5432/test"}
+    rate_limit: 200
+  confirm-receipt:
+    http:
+      url: https://orders.internal/api/orders/{id}/confirm
+      bearer_token: {env: ORDERS_TOKEN_TEST}
+  reminder:
+    kafka:
+      topic: sms.reminders
+  audit:
+    log: {}
+`,
+			want: map[string]string{"order-timeout": "sql", "confirm-receipt": "http", "reminder": "kafka", "audit": "log"},
+		},
+		{name: "empty", file: "", wantErr: []string{"test.yaml: empty"}},
+		{name: "no kinds", file: "closers: {}\n", wantErr: []string{"closers: no task kinds"}},
+		{name: "unknown key", file: "closers:\n  a:\n    log: {}\n    retries: 3\n", wantErr: []string{"line 4", "retries"}},
+		{name: "unknown closer key", file: "closers:\n  a:\n    http: {url: 'http://x/{id}', verb: POST}\n", wantErr: []string{"verb"}},
+		{name: "two closers", file: "closers:\n  a:\n    log: {}\n    kafka: {topic: t}\n", wantErr: []string{"closers.a: set exactly one of sql, http, kafka and log"}},
+		{name: "no closer", file: "closers:\n  a:\n    rate_limit: 5\n", wantErr: []string{"closers.a: set exactly one"}},
+		{name: "bad limit", file: "closers:\n  a:\n    log: {}\n    rate_limit: -1\n    rate_burst: -2\n", wantErr: []string{"closers.a: rate_limit: -1", "closers.a: rate_burst: -2"}},
+		{
+			name: "closer problems carry their place",
+			file: `
+closers:
+  order-timeout:
+    sql: {driver: oracle, dsn: {value: x}, table: "or ders"}
+  confirm-receipt:
+    http: {url: "ftp://orders/{id}"}
+  reminder:
+    kafka: {topic: "bad topic"}
+`,
+			wantErr: []string{"closers.order-timeout.sql.driver", "closers.order-timeout.sql.table", "closers.confirm-receipt.http.url", "closers.reminder.kafka.topic"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse([]byte(tt.file), "test.yaml")
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error, want %q", tt.wantErr)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q\ndoes not contain %q", err, w)
+					}
+				}
+				if !strings.HasPrefix(err.Error(), "test.yaml: ") {
+					t.Errorf("error %q does not name the file", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for k, e := range f.Closers {
+				got[k] = e.Type()
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("kinds %v, want %v", got, tt.want)
+			}
+			for k, w := range tt.want {
+				if got[k] != w {
+					t.Errorf("%s: %s closer, want %s", k, got[k], w)
+				}
+			}
+		})
+	}
+}
+
+// TestParseDefaults: defaults of the closers and of the entry are applied.
+func TestParseDefaults(t *testing.T) {
+	f, err := Parse([]byte("closers:\n  o:\n    sql: {driver: mysql, dsn: {value: 'root@tcp(127.0.0.1:3306)/test'}}\n    rate_limit: 5\n"), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := f.Closers["o"]
+	if e.RateBurst != DefaultRateBurst || e.SQL.Table != "orders" || e.SQL.MaxOpenConns == 0 {
+		t.Errorf("defaults not applied: burst %d, table %q, max open %d", e.RateBurst, e.SQL.Table, e.SQL.MaxOpenConns)
+	}
+}
+
+// TestOpen opens a file with a real database, routes every kind, closes
+// through the routes, and stops.
+func TestOpen(t *testing.T) {
+	dsn := dbtest.PostgresDSN(t)
+	table := dbtest.Table(t, "closers_open")
+	db := dbtest.Open(t, "postgres", dsn)
+	if _, err := db.Exec(`CREATE TABLE ` + table + ` (id bigint PRIMARY KEY, status text NOT NULL, closed_at timestamptz)`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Exec(`DROP TABLE IF EXISTS ` + table) })
+	if _, err := db.Exec(`INSERT INTO ` + table + ` VALUES (1, 'UNPAID', NULL), (2, 'PAID', NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "closers.yaml")
+	t.Setenv("CLOSERS_TEST_DSN", dsn)
+	file := "closers:\n  order-timeout:\n    sql: {driver: postgres, dsn: {env: CLOSERS_TEST_DSN}, table: " + table + "}\n    rate_limit: 50\n  audit:\n    log: {}\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.Open(context.Background(), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cs.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if r := cs.Routes["order-timeout"]; r.Limit == nil || r.Limit.Limit() != 50 {
+		t.Errorf("order-timeout limit %v, want 50/s", r.Limit)
+	}
+	if r := cs.Routes["audit"]; r.Limit != nil {
+		t.Errorf("audit has a limit")
+	}
+	for id, want := range map[string]closer.Outcome{"1": closer.Closed, "2": closer.Skipped, "3": closer.NotFound} {
+		res, err := cs.Routes["order-timeout"].Closer.Close(context.Background(), closer.Task{ID: id, Kind: "order-timeout", Attempt: 1})
+		if err != nil || res.Outcome != want {
+			t.Errorf("close %s: %v %v, want %s", id, res, err, want)
+		}
+	}
+	if _, err := f.OpenSQL(context.Background(), "audit"); err == nil || !strings.Contains(err.Error(), "reconcile needs an sql closer") {
+		t.Errorf("OpenSQL(audit): %v", err)
+	}
+	if _, err := f.OpenSQL(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), `no kind "nope"`) {
+		t.Errorf("OpenSQL(nope): %v", err)
+	}
+}
+
+// TestOpenFails: a database that cannot be reached fails Open, naming the
+// kind.
+func TestOpenFails(t *testing.T) {
+	f, err := Parse([]byte("closers:\n  o:\n    sql: {driver: postgres, dsn: {value: 'postgres://postgres@127.0.0.1:1/test?connect_timeout=2'}}\n"), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Open(context.Background(), nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "closers.o.sql") {
+		t.Errorf("Open: %v, want an error naming closers.o.sql", err)
+	}
+}

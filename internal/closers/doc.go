@@ -1,0 +1,24 @@
+// Package closers reads the closers file: which closer closes the tasks of
+// each kind. The canceller takes it with --closers, the reconcile command
+// too.
+//
+//	closers:
+//	  order-timeout:              # a task kind (hourglass-kind, or --default-kind)
+//	    sql:
+//	      driver: postgres
+//	      dsn: {env: ORDERS_DSN}
+//	    rate_limit: 200           # closes per second of this kind; optional
+//	  confirm-receipt:
+//	    http:
+//	      url: https://orders.internal/api/orders/{id}/confirm
+//	  reminder:
+//	    kafka:
+//	      topic: sms.reminders
+//	  audit:
+//	    log: {}
+//
+// Each kind has exactly one of sql, http, kafka and log. Unknown keys are
+// errors, and every problem is reported with its place in the file
+// (closers.order-timeout.sql.table). A task whose kind is not in the file
+// goes to the dead-letter topic (reason unknown_kind).
+package closers
