@@ -161,6 +161,21 @@ func (b *bundle) produce(t *testing.T, key, value string, hs ...kgo.RecordHeader
 // first with key last.
 func (b *bundle) read(t *testing.T, topic, last string) []*kgo.Record {
 	t.Helper()
+	return readUntil(t, topic, fmt.Sprintf("a record with key %q", last), func(out []*kgo.Record) bool {
+		return string(out[len(out)-1].Key) == last
+	})
+}
+
+// readN returns the first n records of topic.
+func (b *bundle) readN(t *testing.T, topic string, n int) []*kgo.Record {
+	t.Helper()
+	return readUntil(t, topic, fmt.Sprint(n, " records"), func(out []*kgo.Record) bool { return len(out) == n })
+}
+
+// readUntil reads topic from its start, a record at a time, until done
+// holds for the records read, for at most 10s.
+func readUntil(t *testing.T, topic, what string, done func([]*kgo.Record) bool) []*kgo.Record {
+	t.Helper()
 	cl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -172,37 +187,15 @@ func (b *bundle) read(t *testing.T, topic, last string) []*kgo.Record {
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("read %s: no record with key %q in 10s; got %d records", topic, last, len(out))
+			t.Fatalf("read %s: no %s in 10s; got %d records", topic, what, len(out))
 		}
 		for it := fs.RecordIter(); !it.Done(); {
-			r := it.Next()
-			out = append(out, r)
-			if string(r.Key) == last {
+			out = append(out, it.Next())
+			if done(out) {
 				return out
 			}
 		}
 	}
-}
-
-// readN returns the first n records of topic.
-func (b *bundle) readN(t *testing.T, topic string, n int) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var out []*kgo.Record
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %s: %d records in 10s, want %d", topic, len(out), n)
-		}
-		out = append(out, fs.Records()...)
-	}
-	return out[:n]
 }
 
 // outcomes reads the outcome events up to and including the one of task

@@ -10,7 +10,7 @@ import (
 var full = Event{
 	V: Version, TaskID: "order-42", Kind: "order-timeout", Outcome: "skipped", Detail: "PAID",
 	Error: "boom", Attempt: 2, Hops: 3, Path: "30s,5s,1s*2",
-	ScheduledMs: 1_800_000_000_000, DueMs: 1_800_000_037_000, ForwardedMs: 1_800_000_037_004,
+	ScheduledMs: 1_800_000_000_000, DueMs: 1_800_000_037_000, DeadlineMs: 1_800_000_030_000, ForwardedMs: 1_800_000_037_004,
 	ClosedMs: 1_800_000_037_010, LatenessMs: 10, Instance: "canceller-0",
 	Topic: "hourglass.cancel", Partition: 5, Offset: 1234,
 }
@@ -36,7 +36,7 @@ func TestRoundTrip(t *testing.T) {
 func TestFieldNames(t *testing.T) {
 	want := []string{
 		"v", "task_id", "kind", "outcome", "detail", "error", "attempt", "hops", "path",
-		"scheduled_ms", "due_ms", "forwarded_ms", "closed_ms", "lateness_ms", "instance",
+		"scheduled_ms", "due_ms", "deadline_ms", "forwarded_ms", "closed_ms", "lateness_ms", "instance",
 		"topic", "partition", "offset",
 	}
 	b, err := full.Marshal()
@@ -60,7 +60,7 @@ func TestFieldNames(t *testing.T) {
 	// The values land under the right keys.
 	for k, v := range map[string]string{
 		"v": "1", "task_id": `"order-42"`, "outcome": `"skipped"`, "detail": `"PAID"`,
-		"due_ms": "1800000037000", "closed_ms": "1800000037010", "lateness_ms": "10",
+		"due_ms": "1800000037000", "deadline_ms": "1800000030000", "closed_ms": "1800000037010", "lateness_ms": "10",
 		"partition": "5", "offset": "1234", "path": `"30s,5s,1s*2"`,
 	} {
 		if string(m[k]) != v {
