@@ -41,6 +41,10 @@ bench: build ## pipeline benchmark: 200,000 mixed-delay orders at 10,000/s (ORDE
 bench-memory: build ## router RSS while pending deadlines grow from 10,000 to 1,000,000
 	$(BIN)/hourglass bench --pending-steps 10000,100000,1000000 --rate 50000
 
+.PHONY: bench-closes
+bench-closes: ## canceller closing 20,000 orders in Postgres with the sql closer, 50 in flight (JSON)
+	$(GO) test -run '^$$' -bench CancellerPostgres -benchtime 4x ./internal/e2e
+
 .PHONY: ci
 ci: ## what CI runs
 	.ci/run
