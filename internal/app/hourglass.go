@@ -20,6 +20,8 @@ Commands:
   topics      create or check the pipeline's topics
   dlq         list and replay dead letters
   reconcile   close overdue unpaid orders the pipeline missed (scans the order table)
+  recorder    run the recorder service: outcome events into ClickHouse
+  report      summarize a time window of outcomes from ClickHouse (text, json, html)
   router      run the router service (same as the router binary)
   canceller   run the canceller service (same as the canceller binary)
 
@@ -32,6 +34,8 @@ var subcommands = map[string]Command{
 	"topics":    Topics,
 	"dlq":       DLQ,
 	"reconcile": Reconcile,
+	"recorder":  Recorder,
+	"report":    Report,
 	"router":    Router,
 	"canceller": Canceller,
 }

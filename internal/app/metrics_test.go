@@ -137,10 +137,21 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("README does not document %s", name)
 			}
 		}
-		for name := range fams {
-			if strings.HasPrefix(name, "hourglass_") && !strings.HasPrefix(name, "hourglass_kafka_") && !strings.Contains(string(readme), "`"+name+"`") {
-				t.Errorf("%s exposes %s, which the README does not document", svc, name)
-			}
+		checkDocumented(t, svc, fams)
+	}
+}
+
+// checkDocumented fails the test for every hourglass_ series of fams that
+// the README does not list (franz-go's are listed by suffix in one row).
+func checkDocumented(t *testing.T, svc string, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range fams {
+		if strings.HasPrefix(name, "hourglass_") && !strings.HasPrefix(name, "hourglass_kafka_") && !strings.Contains(string(readme), "`"+name+"`") {
+			t.Errorf("%s exposes %s, which the README does not document", svc, name)
 		}
 	}
 }

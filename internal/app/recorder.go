@@ -1,0 +1,157 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/recorder"
+	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const recorderUsage = `hourglass recorder loads outcome events into ClickHouse.
+
+It consumes the outcomes topic as a consumer group, inserts the events in
+batches (at --batch-rows events, or --flush-interval after a batch's first
+event) into the outcomes table of --clickhouse-database, and commits a batch
+only after its insert. While ClickHouse is down it retries the insert with
+backoff, reads nothing more and commits nothing; when ClickHouse is back it
+catches up. Events recorded twice (after a crash of the canceller or of the
+recorder) count once in every query.
+
+The recorder is its own process, not part of the canceller, so that a
+ClickHouse outage or a slow insert never delays a close: the canceller only
+produces outcome events to Kafka, which keeps them until the recorder has
+inserted them.
+
+With --migrate (the default) it creates the database and applies the schema
+migrations at start; run one recorder with it, or run them all with it (the
+migrations are idempotent). It waits for ClickHouse at start.
+
+Usage: hourglass recorder [flags]
+
+Flags (each has an environment variable; flags win):
+`
+
+// RecorderConfig is the recorder command's configuration.
+type RecorderConfig struct {
+	common
+	Recorder   recorder.Config
+	ClickHouse chstore.Config
+	Prefix     string
+	Migrate    bool
+}
+
+func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bool, error) {
+	var c RecorderConfig
+	fs := cli.NewFlagSet("recorder", recorderUsage)
+	fs.SetOutput(stderr)
+	c.register(fs, "hourglass-recorder", ":8082")
+	k := &c.Recorder
+	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.StringVar(&k.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
+	fs.StringVar(&k.Group, "group", env("group"), recorder.DefaultGroup, "consumer `group`")
+	fs.IntVar(&k.BatchRows, "batch-rows", env("batch-rows"), recorder.DefaultBatchRows, "events per insert at most")
+	fs.DurationVar(&k.FlushInterval, "flush-interval", env("flush-interval"), recorder.DefaultFlushInterval, "longest wait of an event before its batch is inserted")
+	fs.DurationVar(&k.InsertTimeout, "insert-timeout", env("insert-timeout"), recorder.DefaultInsertTimeout, "bound on one insert attempt")
+	fs.DurationVar(&k.RetryMin, "retry-min", env("retry-min"), recorder.DefaultRetryMin, "wait after a failed insert; doubled at each failure")
+	fs.DurationVar(&k.RetryMax, "retry-max", env("retry-max"), recorder.DefaultRetryMax, "longest wait between insert attempts")
+	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), recorder.DefaultShutdownTimeout, "bound on a graceful stop (the last insert and commit)")
+	c.ClickHouse.RegisterFlags(fs)
+	fs.BoolVar(&c.Migrate, "migrate", env("migrate"), true, "create the database and apply schema migrations at start")
+	stop, err := parse(fs, args, stdout, &c.common, func() checks {
+		if k.Topic == "" {
+			k.Topic = tiers.OutcomesTopic(c.Prefix)
+		}
+		errs := checks(k.Validate())
+		if c.Prefix == "" {
+			errs.add("topic-prefix", "must not be empty")
+		}
+		return append(errs, c.ClickHouse.Validate()...)
+	})
+	return &c, stop, err
+}
+
+// Recorder is the `hourglass recorder` command.
+func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, stop, err := parseRecorder(args, stdout, stderr)
+	if stop || err != nil {
+		return err
+	}
+	log := c.logger(stderr, "recorder")
+	opts, err := c.kgoOpts()
+	if err != nil {
+		return err
+	}
+	k := c.Recorder
+	specs := TopicSpecs(TopicSet{Prefix: c.Prefix, Outcomes: k.Topic}, int32(c.Partitions), int16(c.Replication))
+	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
+		return err
+	}
+	store, err := openStore(ctx, c.ClickHouse, c.Migrate, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for ClickHouse
+		}
+		return err
+	}
+	defer store.Close()
+	tel := telemetry.New()
+	rec, err := recorder.New(k, recorder.Options{Kafka: append(opts, tel.Hook()), Store: store, Logger: log, Registerer: tel})
+	if err != nil {
+		return err
+	}
+	log.Info("recorder starting", "topic", k.Topic, "group", k.Group, "clickhouse", c.ClickHouse.String(), "batch_rows", k.BatchRows, "flush_interval", k.FlushInterval)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := rec.Run(gctx); err != nil {
+			return fmt.Errorf("recorder: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rec.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { tel.WatchLag(gctx, rec.Client(), k.Group, c.LagInterval, log); return nil })
+	err = g.Wait()
+	log.Info("recorder stopped", "stats", fmt.Sprintf("%+v", rec.Stats()))
+	return err
+}
+
+// openStore connects to ClickHouse and, with migrate, applies the schema
+// migrations. While ClickHouse does not answer it retries, backing off from
+// 1s to 30s, until ctx is canceled; a configuration the server refuses
+// (a wrong password, an unknown user) fails at once.
+func openStore(ctx context.Context, cfg chstore.Config, migrate bool, log *slog.Logger) (*chstore.Store, error) {
+	wait := time.Second
+	for {
+		store, err := chstore.Open(ctx, cfg)
+		if err == nil && migrate {
+			var applied []uint32
+			applied, err = store.Migrate(ctx)
+			if err != nil {
+				store.Close()
+			} else if len(applied) > 0 {
+				log.Info("applied schema migrations", "database", cfg.Database, "versions", applied)
+			}
+		}
+		if err == nil {
+			return store, nil
+		}
+		if chstore.IsRefused(err) {
+			return nil, err
+		}
+		log.Warn("ClickHouse is not available; retrying", "clickhouse", cfg.String(), "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}

@@ -1,0 +1,293 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/app"
+	"github.com/hourglass/hourglass/internal/chstore/chtest"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/report"
+)
+
+// TestRecorderReportBadConfig checks that the recorder and report commands
+// reject bad flag and environment values before connecting to anything,
+// with an app.UsageError naming the flag (and the environment variable when
+// one was used).
+func TestRecorderReportBadConfig(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir", "r.html")
+	tests := []struct {
+		name string
+		cmd  app.Command
+		args []string
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{"recorder zero batch", app.Recorder, []string{"--batch-rows", "0"}, nil, []string{"--batch-rows", "0"}},
+		{"recorder flush interval not a duration", app.Recorder, []string{"--flush-interval", "abc"}, nil, []string{"--flush-interval", `"abc"`}},
+		{"recorder retry max below min", app.Recorder, []string{"--retry-min", "1s", "--retry-max", "1ms"}, nil, []string{"--retry-max"}},
+		{"recorder bad outcomes topic", app.Recorder, []string{"--outcomes-topic", "a b"}, nil, []string{"--outcomes-topic"}},
+		{"recorder clickhouse addr", app.Recorder, []string{"--clickhouse-addr", "nope"}, nil, []string{"--clickhouse-addr", `"nope"`}},
+		{"recorder clickhouse database", app.Recorder, []string{"--clickhouse-database", "hour-glass"}, nil, []string{"--clickhouse-database", `"hour-glass"`}},
+		{"recorder password and file", app.Recorder, []string{"--clickhouse-password", "x", "--clickhouse-password-file", "/etc/hostname"}, nil, []string{"--clickhouse-password-file"}},
+		{"recorder password file missing", app.Recorder, []string{"--clickhouse-password-file", "/nonexistent/pw"}, nil, []string{"--clickhouse-password-file", "/nonexistent/pw"}},
+		{"recorder tls cert without key", app.Recorder, []string{"--clickhouse-tls-cert-file", "/etc/hostname"}, nil, []string{"--clickhouse-tls-cert-file"}},
+		{"recorder dial timeout", app.Recorder, []string{"--clickhouse-dial-timeout", "0s"}, nil, []string{"--clickhouse-dial-timeout"}},
+		{"recorder migrate not a bool", app.Recorder, []string{"--migrate=maybe"}, nil, []string{"--migrate", `"maybe"`}},
+		{"recorder broker without port", app.Recorder, []string{"--brokers", "foo"}, nil, []string{"--brokers", `"foo"`}},
+		{"recorder clickhouse addr from env", app.Recorder, nil, map[string]string{"HOURGLASS_CLICKHOUSE_ADDR": "nope"}, []string{"--clickhouse-addr", "HOURGLASS_CLICKHOUSE_ADDR", `"nope"`}},
+		{"recorder batch from env", app.Recorder, nil, map[string]string{"HOURGLASS_BATCH_ROWS": "many"}, []string{"--batch-rows", "HOURGLASS_BATCH_ROWS"}},
+		{"recorder extra argument", app.Recorder, []string{"extra"}, nil, []string{"extra"}},
+		{"report since and from", app.Report, []string{"--since", "1h", "--from", "2024-05-14"}, nil, []string{"--since"}},
+		{"report bad from", app.Report, []string{"--from", "yesterday"}, nil, []string{"--from", `"yesterday"`}},
+		{"report to before from", app.Report, []string{"--from", "2024-05-14", "--to", "2024-05-13"}, nil, []string{"--to"}},
+		{"report to without from", app.Report, []string{"--to", "2024-05-14"}, nil, []string{"--to", "--from"}},
+		{"report negative since", app.Report, []string{"--since", "-1h"}, nil, []string{"--since"}},
+		{"report since not a duration", app.Report, []string{"--since", "1 hour"}, nil, []string{"--since", `"1 hour"`}},
+		{"report format", app.Report, []string{"--format", "xml"}, nil, []string{"--format", `"xml"`}},
+		{"report html dir missing", app.Report, []string{"--html", missing}, nil, []string{"--html"}},
+		{"report negative limit", app.Report, []string{"--limit", "-1"}, nil, []string{"--limit", "-1"}},
+		{"report negative late threshold", app.Report, []string{"--late-threshold", "-1s"}, nil, []string{"--late-threshold"}},
+		{"report tiny bucket", app.Report, []string{"--bucket", "1us"}, nil, []string{"--bucket"}},
+		{"report clickhouse addr", app.Report, []string{"--clickhouse-addr", "x"}, nil, []string{"--clickhouse-addr"}},
+		{"report clickhouse database from env", app.Report, nil, map[string]string{"HOURGLASS_CLICKHOUSE_DATABASE": "a;b"}, []string{"--clickhouse-database", "HOURGLASS_CLICKHOUSE_DATABASE"}},
+		{"report extra argument", app.Report, []string{"--since", "1h", "extra"}, nil, []string{"extra"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			stdout, _, err := run(t, tt.cmd, tt.args...)
+			var ue app.UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %T %v, want an app.UsageError", err, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("stdout is not empty:\n%s", stdout)
+			}
+		})
+	}
+	// Every problem is reported at once.
+	_, _, err := run(t, app.Recorder, "--batch-rows", "0", "--clickhouse-addr", "x", "--clickhouse-database", "1")
+	for _, flag := range []string{"--batch-rows", "--clickhouse-addr", "--clickhouse-database"} {
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("error %v does not name %s", err, flag)
+		}
+	}
+}
+
+// TestRecorderCheckConfig: --check-config validates without connecting,
+// prints the effective values (hiding the password) and says so.
+func TestRecorderCheckConfig(t *testing.T) {
+	t.Setenv("HOURGLASS_CLICKHOUSE_PASSWORD", "s3cret")
+	stdout, stderr, err := run(t, app.Recorder, "--check-config", "--brokers", "127.0.0.1:1", "--clickhouse-addr", "127.0.0.1:1",
+		"--topic-prefix", "shop.", "--batch-rows", "100")
+	if err != nil {
+		t.Fatalf("error %v\nstderr:\n%s", err, stderr)
+	}
+	for _, want := range []string{"--outcomes-topic=shop.outcomes", "--batch-rows=100 (flag)", "--clickhouse-addr=127.0.0.1:1 (flag)",
+		"--clickhouse-password=*** (env)", "--migrate=true (default)", "configuration is valid"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout has no %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "s3cret") {
+		t.Error("stdout shows the password")
+	}
+}
+
+// TestRecorderReportHelp: --help prints the usage, which says why the
+// recorder is its own process.
+func TestRecorderReportHelp(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  app.Command
+		want string
+	}{{app.Recorder, "never delays a close"}, {app.Report, "--late-threshold"}} {
+		_, stderr, err := run(t, tt.cmd, "--help")
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, tt.want) {
+			t.Errorf("help: %v; usage does not mention %q:\n%s", err, tt.want, stderr)
+		}
+	}
+}
+
+// TestRecorderCommand runs `hourglass recorder` against a broker and
+// ClickHouse: it creates the schema, records the outcome events produced,
+// serves its metrics, and stops cleanly; `hourglass report` then counts
+// each attempt once, in text, JSON and HTML.
+func TestRecorderCommand(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	ch := chtest.Config(t)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Recorder(ctx, []string{"--brokers", broker, "--topic-prefix", "rc.", "--partitions", "2", "--http-addr", addr,
+			"--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.Database, "--flush-interval", "50ms",
+			"--lag-interval", "200ms", "--log-level", "error"}, io.Discard, io.Discard)
+	}()
+	scrapeUntil(t, addr, func(m map[string]*dto.MetricFamily) bool { return m["hourglass_recorder_rows_inserted_total"] != nil })
+
+	t0 := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	var recs []*kgo.Record
+	for i := range 40 {
+		closed := t0.Add(time.Duration(i) * time.Second).UnixMilli()
+		e := outcome.Event{V: outcome.Version, TaskID: fmt.Sprint("o", i), Kind: "order-timeout", Outcome: "closed", Path: "1m",
+			DueMs: closed - int64(10*i), ClosedMs: closed, LatenessMs: int64(10 * i), Topic: "rc.cancel", Offset: int64(i)}
+		if i == 39 {
+			e.Outcome, e.Error = "failed", "boom"
+		}
+		v, _ := e.Marshal()
+		recs = append(recs, &kgo.Record{Topic: "rc.outcomes", Key: []byte(e.TaskID), Value: v})
+		if i < 5 { // a canceller replay of the same attempt
+			e.Outcome, e.ClosedMs, e.LatenessMs = "already_closed", e.ClosedMs+1000, e.LatenessMs+1000
+			v, _ = e.Marshal()
+			recs = append(recs, &kgo.Record{Topic: "rc.outcomes", Key: []byte(e.TaskID), Value: v})
+		}
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m := scrapeUntil(t, addr, func(m map[string]*dto.MetricFamily) bool {
+		return sum(m, "hourglass_recorder_rows_inserted_total", "", "") == 45 && sum(m, "hourglass_consumer_lag_records", "", "") == 0
+	})
+	if got := sum(m, "hourglass_recorder_insert_errors_total", "", ""); got != 0 {
+		t.Errorf("insert errors %v", got)
+	}
+	checkDocumented(t, "recorder", m)
+	for _, name := range []string{"hourglass_recorder_batches_total", "hourglass_recorder_last_insert_timestamp_seconds",
+		"hourglass_recorder_buffered_rows", "hourglass_recorder_insert_duration_seconds", "hourglass_consumer_lag_records"} {
+		if m[name] == nil {
+			t.Errorf("recorder does not expose %s", name)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("recorder: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("recorder did not stop within 30s")
+	}
+
+	html := filepath.Join(t.TempDir(), "report.html")
+	window := []string{"--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.Database,
+		"--from", t0.UTC().Format(time.RFC3339), "--to", t0.Add(time.Hour).UTC().Format(time.RFC3339)}
+	stdout, stderr, err := run(t, app.Report, append(window, "--format", "json", "--html", html, "--late-threshold", "300ms")...)
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, stderr)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, stdout)
+	}
+	// 39 closes with lateness 0, 10, ..., 380 ms; one failure.
+	want := report.Summary{Attempts: 40, Tasks: 40, Final: 39, Failed: 1, Late: 8, DuplicateRows: r.Summary.DuplicateRows,
+		Lateness: report.Quantiles{Count: 39, P50: 190, P90: 350, P99: 380, P999: 380, Max: 380}}
+	if r.Summary != want {
+		t.Errorf("summary %+v, want %+v", r.Summary, want)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !bytes.Contains(page, []byte(`id="lateness-chart"`)) {
+		t.Errorf("HTML report %s: %v, or no lateness chart", html, err)
+	}
+	stdout, _, err = run(t, app.Report, window...)
+	if err != nil || !strings.Contains(stdout, "Attempts 40 (tasks 40): final 39, retried 0, failed 1") {
+		t.Errorf("text report (%v):\n%s", err, stdout)
+	}
+	// The report of a database without the schema says how to create it.
+	_, _, err = run(t, app.Report, "--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.Database+"_none", "--since", "1h")
+	if err == nil || !strings.Contains(err.Error(), "hourglass recorder") {
+		t.Errorf("report of a database without tables: %v, want a hint to run the recorder", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRecorderWaitsForClickHouse: at start the recorder waits for a
+// ClickHouse that does not answer, and stops cleanly while waiting; a
+// server that refuses the password fails it at once.
+func TestRecorderWaitsForClickHouse(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	args := []string{"--brokers", c.ListenAddrs()[0], "--http-addr", "", "--clickhouse-dial-timeout", "500ms"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- app.Recorder(ctx, append(args, "--clickhouse-addr", freeAddr(t)), io.Discard, &stderr) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "ClickHouse is not available; retrying") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retry logged:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("stopped while waiting: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recorder did not stop while waiting for ClickHouse")
+	}
+
+	ch := chtest.Config(t)
+	_, _, err = run(t, app.Recorder, append(args, "--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.Database, "--clickhouse-password", "wrong")...)
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "password") {
+		t.Errorf("wrong password: %v, want an error about the password", err)
+	}
+}

@@ -1,0 +1,9 @@
+package chstore_test
+
+import (
+	"testing"
+
+	"github.com/hourglass/hourglass/internal/chstore/chtest"
+)
+
+func TestMain(m *testing.M) { chtest.Main(m, "chstore", nil) }

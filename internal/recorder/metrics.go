@@ -1,0 +1,47 @@
+package recorder
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass/hourglass/internal/telemetry"
+)
+
+// metrics are the recorder's Prometheus series; the package documentation
+// lists them.
+type metrics struct {
+	rows       prometheus.Counter
+	errors     prometheus.Counter
+	batches    prometheus.Counter
+	batchRows  prometheus.Histogram
+	duration   prometheus.Histogram
+	lastInsert prometheus.Gauge
+	malformed  prometheus.Counter
+	buffered   prometheus.Gauge
+}
+
+// BatchRowsBuckets are the buckets of hourglass_recorder_batch_rows.
+var BatchRowsBuckets = []float64{1, 10, 50, 100, 500, 1000, 2000, 5000, 10_000, 50_000}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	const ns, sub = "hourglass", "recorder"
+	m := &metrics{
+		rows: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rows_inserted_total",
+			Help: "Outcome events inserted into ClickHouse (a replayed event counts again)."}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "insert_errors_total",
+			Help: "Failed insert attempts; each is retried with backoff."}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "batches_total",
+			Help: "Batches inserted and committed."}),
+		batchRows: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "batch_rows",
+			Help: "Rows per inserted batch.", Buckets: BatchRowsBuckets}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "insert_duration_seconds",
+			Help: "How long a successful insert took.", Buckets: telemetry.LatencyBuckets}),
+		lastInsert: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_insert_timestamp_seconds",
+			Help: "When the last successful insert finished, unix seconds; 0 before the first."}),
+		malformed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "malformed_events_total",
+			Help: "Outcome records that are not a valid event; they are logged, skipped and committed."}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "buffered_rows",
+			Help: "Events read and waiting for their insert."}),
+	}
+	reg.MustRegister(m.rows, m.errors, m.batches, m.batchRows, m.duration, m.lastInsert, m.malformed, m.buffered)
+	return m
+}

@@ -1,0 +1,299 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/offsets"
+	"github.com/hourglass/hourglass/internal/outcome"
+)
+
+// Recorder consumes outcome events into ClickHouse. Create one with New and
+// start it with Run.
+type Recorder struct {
+	cfg     Config
+	store   *chstore.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	cl      *kgo.Client
+	metrics *metrics
+	ready   atomic.Bool
+	stats   stats
+
+	// The batch; only Run's goroutine touches it.
+	events  []outcome.Event
+	records int             // records in the batch, malformed ones included
+	offs    offsets.Commits // next offset of each partition in the batch
+	timer   clock.Timer     // fires FlushInterval after the batch's first record
+}
+
+// Options are the collaborators of a Recorder.
+type Options struct {
+	// Kafka are the connection options (brokers, TLS, SASL, client id).
+	Kafka []kgo.Opt
+	// Store receives the events; required.
+	Store *chstore.Store
+	// Clock is the time source of flushes and retries; default the wall
+	// clock.
+	Clock clock.Clock
+	// Logger receives the recorder's logs; default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the recorder's Prometheus series; default none.
+	Registerer prometheus.Registerer
+}
+
+// New returns a recorder for cfg; cfg is completed with WithDefaults and
+// validated.
+func New(cfg Config, o Options) (*Recorder, error) {
+	cfg = cfg.WithDefaults()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if o.Store == nil {
+		return nil, errors.New("recorder: no store")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	r := &Recorder{
+		cfg:     cfg,
+		store:   o.Store,
+		clock:   o.Clock,
+		log:     o.Logger,
+		metrics: newMetrics(o.Registerer),
+		offs:    make(offsets.Commits),
+	}
+	opts := append([]kgo.Opt{
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Commit a batch only after its insert.
+		kgo.DisableAutoCommit(),
+		// Rebalances wait until the batch is inserted and committed, so a
+		// commit never lands on a partition that moved to another member.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) {
+			r.log.Debug("a rebalance waits for the current batch")
+		}),
+	}, o.Kafka...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: kafka client: %w", err)
+	}
+	r.cl = cl
+	return r, nil
+}
+
+// Ready reports whether the recorder is consuming.
+func (r *Recorder) Ready() bool { return r.ready.Load() }
+
+// Client returns the recorder's Kafka client, for the consumer lag.
+func (r *Recorder) Client() *kgo.Client { return r.cl }
+
+// Run consumes, inserts and commits until ctx is canceled, then stops
+// gracefully within Config.ShutdownTimeout. It closes the client before it
+// returns.
+func (r *Recorder) Run(ctx context.Context) error {
+	defer r.cl.Close()
+	r.ready.Store(true)
+	r.consume(ctx)
+	r.ready.Store(false)
+
+	// Shutdown order: polling has stopped; insert the last batch (retrying
+	// while ClickHouse is down, bounded by ShutdownTimeout) and commit it;
+	// let a waiting rebalance go on; leave the group (Close, deferred). A
+	// batch not inserted in time is not committed: it is read again.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := r.flush(sctx); err != nil {
+		r.log.Warn("stopping with a batch not inserted; it is read again at the next start", "rows", len(r.events), "err", err)
+	}
+	r.cl.AllowRebalance()
+	return nil
+}
+
+// consume polls records into the batch and flushes it when it is full or
+// FlushInterval old, until ctx is canceled.
+func (r *Recorder) consume(ctx context.Context) {
+	for {
+		fs, due := r.poll(ctx)
+		if fs.IsClientClosed() {
+			return
+		}
+		fs.EachError(func(topic string, partition int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
+			}
+		})
+		fs.EachRecord(r.add)
+		if ctx.Err() != nil {
+			return
+		}
+		if r.records >= r.cfg.BatchRows || due {
+			if err := r.flush(ctx); err != nil {
+				return // canceled while ClickHouse was down: Run tries once more
+			}
+		}
+	}
+}
+
+// poll polls up to the room left in the batch. While the batch has records
+// it wakes when the batch is FlushInterval old, and reports due.
+func (r *Recorder) poll(ctx context.Context) (kgo.Fetches, bool) {
+	room := r.cfg.BatchRows - r.records
+	if r.timer == nil {
+		return r.cl.PollRecords(ctx, room), false
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fired atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-r.timer.C():
+			fired.Store(true)
+			cancel()
+		case <-stop:
+		}
+	})
+	fs := r.cl.PollRecords(pctx, room)
+	close(stop)
+	wg.Wait()
+	return fs, fired.Load()
+}
+
+// add puts a record into the batch. A record that is not an outcome event
+// is logged and counted; its offset is committed with the batch.
+func (r *Recorder) add(rec *kgo.Record) {
+	if r.records == 0 {
+		r.timer = r.clock.NewTimer(r.cfg.FlushInterval)
+	}
+	r.records++
+	if r.offs[rec.Topic] == nil {
+		r.offs[rec.Topic] = make(map[int32]kgo.EpochOffset)
+	}
+	r.offs[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+	ev, err := outcome.Unmarshal(rec.Value)
+	if err != nil {
+		r.metrics.malformed.Inc()
+		r.stats.malformed.Add(1)
+		r.log.Warn("skipping a malformed outcome event", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+		return
+	}
+	r.events = append(r.events, ev)
+	r.metrics.buffered.Set(float64(len(r.events)))
+}
+
+// flush inserts the batch, retrying until it succeeds or ctx is done, then
+// commits its offsets and lets a waiting rebalance go on. The batch is kept
+// when the insert does not succeed.
+func (r *Recorder) flush(ctx context.Context) error {
+	if r.records == 0 {
+		return nil
+	}
+	// The batch is due now; its timer has done its work.
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	if err := r.insert(ctx, r.events); err != nil {
+		return err
+	}
+	// The commit goes on if ctx ends now: the batch is inserted. A failed
+	// commit is logged and loses nothing: the batch is read and inserted
+	// again, and the copies count once.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.InsertTimeout)
+	offsets.Commit(cctx, r.cl, r.offs, r.log)
+	cancel()
+	r.stats.flushed.Add(int64(r.records))
+	r.events, r.records, r.offs = r.events[:0], 0, make(offsets.Commits)
+	r.metrics.buffered.Set(0)
+	r.cl.AllowRebalance()
+	return nil
+}
+
+// insert inserts events, retrying with capped exponential backoff until it
+// succeeds or ctx is done. Fetching waits meanwhile: nothing more is read
+// while ClickHouse is down.
+func (r *Recorder) insert(ctx context.Context, events []outcome.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	backoff := r.cfg.RetryMin
+	for attempt := 1; ; attempt++ {
+		ictx, cancel := context.WithTimeout(ctx, r.cfg.InsertTimeout)
+		start := r.clock.Now()
+		err := r.store.Insert(ictx, events)
+		cancel()
+		if err == nil {
+			now := r.clock.Now()
+			r.metrics.duration.Observe(now.Sub(start).Seconds())
+			r.metrics.rows.Add(float64(len(events)))
+			r.metrics.batches.Inc()
+			r.metrics.batchRows.Observe(float64(len(events)))
+			r.metrics.lastInsert.Set(float64(now.UnixMilli()) / 1000)
+			r.stats.inserted.Add(int64(len(events)))
+			r.stats.batches.Add(1)
+			if attempt > 1 {
+				r.log.Info("insert succeeded after failures", "rows", len(events), "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.metrics.errors.Inc()
+		r.stats.insertErrors.Add(1)
+		r.log.Warn("insert failed; retrying", "rows", len(events), "attempt", attempt, "retry_in", backoff, "err", err)
+		t := r.clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+		backoff = min(2*backoff, r.cfg.RetryMax)
+	}
+}
+
+type stats struct {
+	inserted, batches, flushed, malformed, insertErrors atomic.Int64
+}
+
+// Stats are the recorder's counters since it started.
+type Stats struct {
+	// Inserted counts events inserted; Batches the inserts.
+	Inserted, Batches int64
+	// Flushed counts the records of inserted batches, malformed ones
+	// included, whose offsets were committed (or, if the commit failed,
+	// are read again).
+	Flushed int64
+	// Malformed counts records that are not an outcome event.
+	Malformed int64
+	// InsertErrors counts failed insert attempts.
+	InsertErrors int64
+}
+
+// Stats returns the counters.
+func (r *Recorder) Stats() Stats {
+	return Stats{
+		Inserted: r.stats.inserted.Load(), Batches: r.stats.batches.Load(), Flushed: r.stats.flushed.Load(),
+		Malformed: r.stats.malformed.Load(), InsertErrors: r.stats.insertErrors.Load(),
+	}
+}

@@ -1,0 +1,13 @@
+// Package report builds the Hourglass report of a time window from the
+// outcome events in ClickHouse (package chstore): attempts by outcome and
+// kind, exact lateness quantiles of final attempts by first tier and kind,
+// the latest late or failed attempts, and lateness over time. Every count
+// takes each close attempt once, however often it was recorded.
+//
+// A Report renders as aligned text (the default of `hourglass report`),
+// JSON with stable field names (lateness in milliseconds, times in RFC
+// 3339), or one self-contained HTML page: inline CSS and inline SVG charts
+// drawn by this package (outcomes as bars, p50/p99/max lateness over time),
+// with no script and nothing loaded from elsewhere, so it can be mailed or
+// archived as one file.
+package report

@@ -1,0 +1,153 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Formats of Render.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+	FormatHTML = "html"
+)
+
+// Formats lists the formats Render accepts.
+var Formats = []string{FormatText, FormatJSON, FormatHTML}
+
+// Render writes r in format: FormatText, FormatJSON or FormatHTML.
+func (r *Report) Render(w io.Writer, format string) error {
+	switch format {
+	case FormatText:
+		return r.WriteText(w)
+	case FormatJSON:
+		return r.WriteJSON(w)
+	case FormatHTML:
+		return r.WriteHTML(w)
+	}
+	return fmt.Errorf("report: unknown format %q: want text, json or html", format)
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ms formats milliseconds as a duration: 1500 is "1.5s".
+func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
+
+// timeLayout is how times are written in text and HTML: UTC, to the second
+// (to the millisecond in lists of attempts).
+const (
+	timeLayout   = "2006-01-02 15:04:05"
+	attemptTime  = "2006-01-02 15:04:05.000"
+	noneLabel    = "-"
+	tierNoneName = "(none)"
+)
+
+func tierName(t string) string {
+	if t == "" {
+		return tierNoneName
+	}
+	return t
+}
+
+// WriteText writes r as plain text with aligned tables.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	s := r.Summary
+	fmt.Fprintf(&b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From), r.Database)
+	fmt.Fprintf(&b, "Attempts %d (tasks %d): final %d, retried %d, failed %d; late (over %s) %d; duplicate rows ignored %d\n",
+		s.Attempts, s.Tasks, s.Final, s.Retried, s.Failed, ms(r.LateThresholdMs), s.Late, s.DuplicateRows)
+	if s.Lateness.Count > 0 {
+		l := s.Lateness
+		fmt.Fprintf(&b, "Lateness of final attempts: p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max))
+	} else {
+		b.WriteString("No final attempts in this window.\n")
+	}
+
+	table := func(title string, header string, rows [][]string) {
+		fmt.Fprintf(&b, "\n%s\n", title)
+		if len(rows) == 0 {
+			b.WriteString("  none\n")
+			return
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  "+header)
+		for _, row := range rows {
+			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+
+	var rows [][]string
+	for _, o := range r.Outcomes {
+		rows = append(rows, []string{o.Outcome, fmt.Sprint(o.Attempts)})
+	}
+	table("Outcomes", "OUTCOME\tATTEMPTS", rows)
+
+	rows = nil
+	for _, c := range r.Counts {
+		rows = append(rows, []string{c.Kind, c.Outcome, fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
+	}
+	table("Attempts by kind and outcome", "KIND\tOUTCOME\tATTEMPTS\tDUPLICATE ROWS", rows)
+
+	rows = nil
+	for _, l := range r.Lateness {
+		rows = append(rows, []string{tierName(l.Tier), l.Kind, fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
+	}
+	table("Lateness of final attempts by first tier and kind", "TIER\tKIND\tCOUNT\tP50\tP90\tP99\tP99.9\tMAX", rows)
+
+	rows = nil
+	for _, a := range r.Late {
+		why := a.Error
+		if why == "" {
+			why = a.Detail
+		}
+		if why == "" {
+			why = noneLabel
+		}
+		rows = append(rows, []string{a.Closed.Format(attemptTime), a.TaskID, a.Kind, a.Outcome, ms(a.LatenessMs), fmt.Sprint(a.Attempt), orNone(a.Path), oneLine(why)})
+	}
+	table(fmt.Sprintf("Latest %d late (over %s) or failed attempts, newest first", r.Limit, ms(r.LateThresholdMs)),
+		"CLOSED (UTC)\tTASK\tKIND\tOUTCOME\tLATENESS\tATTEMPT\tPATH\tERROR OR DETAIL", rows)
+
+	rows = nil
+	for _, k := range r.Timeline {
+		rows = append(rows, []string{k.Start.Format(timeLayout), fmt.Sprint(k.Count), bucketMs(k.Count, k.P50), bucketMs(k.Count, k.P99), bucketMs(k.Count, k.Max), fmt.Sprint(k.Failed), fmt.Sprint(k.Retried)})
+	}
+	table(fmt.Sprintf("Lateness over time (%s buckets)", ms(r.BucketMs)), "START (UTC)\tFINAL\tP50\tP99\tMAX\tFAILED\tRETRIED", rows)
+
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// bucketMs formats a bucket's lateness; "-" when it has no final attempt.
+func bucketMs(count, v int64) string {
+	if count == 0 {
+		return noneLabel
+	}
+	return ms(v)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return noneLabel
+	}
+	return s
+}
+
+// oneLine keeps a table row on one line and bounds its length.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:119]) + "…"
+	}
+	return s
+}
