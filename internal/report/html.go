@@ -16,7 +16,7 @@ import (
 func (r *Report) WriteHTML(w io.Writer) error {
 	return page.Execute(w, htmlData{
 		R:        r,
-		Window:   r.To.Sub(r.From).String(),
+		Window:   r.To.Sub(r.From).Round(time.Second).String(),
 		Outcomes: template.HTML(outcomeChart(r.Outcomes)),
 		Timeline: template.HTML(timelineChart(r)),
 	})

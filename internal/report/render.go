@@ -62,7 +62,7 @@ func tierName(t string) string {
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	s := r.Summary
-	fmt.Fprintf(&b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From), r.Database)
+	fmt.Fprintf(&b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), r.Database)
 	fmt.Fprintf(&b, "Attempts %d (tasks %d): final %d, retried %d, failed %d; late (over %s) %d; duplicate rows ignored %d\n",
 		s.Attempts, s.Tasks, s.Final, s.Retried, s.Failed, ms(r.LateThresholdMs), s.Late, s.DuplicateRows)
 	if s.Lateness.Count > 0 {
