@@ -45,6 +45,14 @@ bench-memory: build ## router RSS while pending deadlines grow from 10,000 to 1,
 bench-closes: ## canceller closing 20,000 orders in Postgres with the sql closer, 50 in flight (JSON)
 	$(GO) test -run '^$$' -bench CancellerPostgres -benchtime 4x ./internal/e2e
 
+.PHONY: loadtest
+loadtest: ## k6 load test on a local pipeline (20 s at 200/s, delays up to 10 s, 20% paid), then verify every outcome (RATE=, DURATION=, SCRIPT=, BROKERS=)
+	GO=$(GO) loadtest/run.sh
+
+.PHONY: loadtest-test
+loadtest-test: ## vet and test the load test module (k6 extension, manifest, verify)
+	cd loadtest && $(GO) vet ./... && $(GO) test -race -count=1 -shuffle=on ./...
+
 .PHONY: ci
 ci: ## what CI runs
 	.ci/run

@@ -7,6 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,6 +33,16 @@ them before their deadline. It prints progress every second and a summary.
 With --serve the pipeline keeps running after the demo, as a local broker
 for your own producers, until Ctrl-C.
 
+With --store-addr the in-memory order store is served over HTTP on loopback,
+so that a load test can pay its orders before their deadline:
+
+  PUT  /orders/{id}      body "unpaid" or "paid": sets the order's state (204)
+  POST /orders/{id}/pay  pays an unpaid order (204); 409 with the state when
+                         it is not unpaid (CLOSED: the close won), 404 when unknown
+  GET  /orders/{id}      the order's state (200), 404 when unknown
+
+Orders the store does not know are closed when due.
+
 Usage: hourglass demo [flags]
 
 Flags:
@@ -46,6 +60,7 @@ type demoConfig struct {
 	serve      bool
 	partitions int
 	logLevel   string
+	storeAddr  string
 }
 
 func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
@@ -67,6 +82,7 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 	fs.BoolVar(&c.serve, "serve", "", false, "keep the pipeline running after the demo, until Ctrl-C")
 	fs.IntVar(&c.partitions, "partitions", "", 3, "partitions per topic")
 	fs.StringVar(&c.logLevel, "log-level", "", "warn", "log `level` of the router and canceller")
+	fs.StringVar(&c.storeAddr, "store-addr", "", "", "`address` of the order store's HTTP endpoint (loopback only; port 0 picks a free one); empty: none")
 	if err := parseArgs(fs, args); err != nil {
 		return nil, err
 	}
@@ -88,6 +104,11 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 	errs.intRange("partitions", c.partitions, 1, 1000)
 	if _, err := parseLevel(c.logLevel); err != nil {
 		errs.add("log-level", "%v", err)
+	}
+	if c.storeAddr != "" {
+		if err := checkLoopback(c.storeAddr); err != nil {
+			errs.add("store-addr", "%v", err)
+		}
 	}
 	if c.orders == 0 && !c.serve {
 		errs.add("orders", "0 orders without --serve has nothing to do")
@@ -124,17 +145,27 @@ func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer p.stop()
 
+	storeLine := ""
+	if c.storeAddr != "" {
+		stop, addr, err := serveStore(c.storeAddr, store, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		storeLine = fmt.Sprintf("  order store API on http://%s: PUT /orders/{id} (body paid or unpaid), POST /orders/{id}/pay, GET /orders/{id}\n", addr)
+	}
+
 	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
 	fmt.Fprintf(stdout, `Hourglass demo: embedded Kafka broker on %s, tiers %s
   delay topics: %v
   router and canceller running; orders close in an in-memory store.
-
+%s
 Schedule an order by hand (due in 5 s), from another terminal:
   kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(($(date +%%s%%3N)+5000))" <<< '{"order":"order-1"}'
 Watch the outcomes:
   kcat -C -b %s -t %s -o beginning
 
-`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
+`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), storeLine, addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
 
 	t := newTally()
 	demoIDs := make(map[string]bool, c.orders)
@@ -269,4 +300,105 @@ func startPipeline(ctx context.Context, seed []kgo.Opt, table tiers.Table, c clo
 func (p *pipeline) stop() error {
 	p.cancel()
 	return p.g.Wait()
+}
+
+// checkLoopback checks an HTTP listen address: a loopback host and a port
+// (0 picks a free one).
+func checkLoopback(addr string) error {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want 127.0.0.1:port", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: the order store listens on loopback only (127.0.0.1)", addr)
+	}
+	if port, err := strconv.Atoi(portStr); err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("%q: bad port", addr)
+	}
+	return nil
+}
+
+// serveStore serves store over HTTP on addr (see storeHandler) and returns
+// the function that stops the server and the address it listens on.
+func serveStore(addr string, store *closer.Memory, log *slog.Logger) (stop func(), listening string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("order store on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: storeHandler(store), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("order store", "addr", addr, "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+		<-done
+	}, ln.Addr().String(), nil
+}
+
+// maxStoreBody bounds the body of a store request: a state name.
+const maxStoreBody = 64
+
+// storeHandler serves an in-memory order store:
+//
+//	PUT  /orders/{id}      body "unpaid" or "paid" (any case, surrounding
+//	                       space ignored): sets the order's state; 204
+//	POST /orders/{id}/pay  pays an unpaid order: 204; 409 with the state when
+//	                       the order is not unpaid (CLOSED: the close won);
+//	                       404 when the store does not know it
+//	GET  /orders/{id}      200 with the state (UNPAID, PAID, CLOSED); 404
+//	                       when the store does not know it
+//
+// Bad bodies are answered 400, other methods 405.
+func storeHandler(store *closer.Memory) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStoreBody))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("read body: %v", err), http.StatusBadRequest)
+			return
+		}
+		var state string
+		switch strings.ToLower(strings.TrimSpace(string(body))) {
+		case "unpaid":
+			state = closer.StateUnpaid
+		case "paid":
+			state = closer.StatePaid
+		default:
+			http.Error(w, `body must be "unpaid" or "paid"`, http.StatusBadRequest)
+			return
+		}
+		store.Put(r.PathValue("id"), state)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /orders/{id}/pay", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if store.Pay(id) {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		state, ok := store.State(id)
+		if !ok {
+			http.Error(w, "unknown order", http.StatusNotFound)
+			return
+		}
+		http.Error(w, state, http.StatusConflict)
+	})
+	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		state, ok := store.State(r.PathValue("id"))
+		if !ok {
+			http.Error(w, "unknown order", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, state)
+	})
+	return mux
 }

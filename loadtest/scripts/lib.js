@@ -1,0 +1,111 @@
+// Shared by the load test scripts: parameters from the environment (k6 -e
+// NAME=value or the process environment), the producer, the delay mix and
+// the end-of-run report.
+import hourglass from 'k6/x/hourglass';
+
+export function env(name, def) {
+  const v = __ENV[name];
+  return v === undefined || v === '' ? def : v;
+}
+
+export function num(name, def) {
+  const raw = env(name, undefined);
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`${name}=${raw}: not a number`);
+  return n;
+}
+
+function bool(name) {
+  return ['1', 't', 'true', 'yes'].includes(String(env(name, '')).toLowerCase());
+}
+
+// Connection: the same HOURGLASS_* variables as the router and canceller.
+const brokers = env('BROKERS', env('HOURGLASS_BROKERS', '127.0.0.1:9092'));
+
+function tls() {
+  const t = {
+    enabled: bool('HOURGLASS_TLS'),
+    caFile: env('HOURGLASS_TLS_CA_FILE', ''),
+    certFile: env('HOURGLASS_TLS_CERT_FILE', ''),
+    keyFile: env('HOURGLASS_TLS_KEY_FILE', ''),
+    serverName: env('HOURGLASS_TLS_SERVER_NAME', ''),
+    insecureSkipVerify: bool('HOURGLASS_TLS_INSECURE_SKIP_VERIFY'),
+  };
+  return Object.values(t).some((v) => v) ? t : null;
+}
+
+function sasl() {
+  const mechanism = env('HOURGLASS_SASL_MECHANISM', '');
+  if (!mechanism) return null;
+  return {
+    mechanism,
+    user: env('HOURGLASS_SASL_USER', ''),
+    password: env('HOURGLASS_SASL_PASSWORD', ''),
+    passwordFile: env('HOURGLASS_SASL_PASSWORD_FILE', ''),
+  };
+}
+
+// params are the workload parameters every script shares.
+export const params = {
+  tiers: env('TIERS', env('HOURGLASS_TIERS', '1s,2s,5s,10s')),
+  prefix: env('PREFIX', env('HOURGLASS_TOPIC_PREFIX', 'hourglass.')),
+  maxDelay: env('MAX_DELAY', '10s'),
+  pastDue: env('PAST_DUE', '2s'),
+  paid: num('PAID', 0.2),
+  weights: env('MIX', ''),
+  kind: env('KIND', 'order-timeout'),
+  storeUrl: env('STORE_URL', ''),
+};
+
+if (params.paid > 0 && !params.storeUrl) {
+  throw new Error(`PAID=${params.paid} needs STORE_URL, the order store of "hourglass demo --serve --store-addr"; ` +
+    'against a cluster whose store the test cannot reach, set PAID=0');
+}
+
+export const producer = new hourglass.Producer({
+  brokers,
+  prefix: params.prefix,
+  tiers: params.tiers,
+  kind: params.kind,
+  storeUrl: params.storeUrl,
+  manifest: env('MANIFEST', ''),
+  runId: env('RUN_ID', ''),
+  maxInFlight: num('MAX_IN_FLIGHT', 10000),
+  linger: env('LINGER', null),
+  tls: tls(),
+  sasl: sasl(),
+});
+
+const seed = num('SEED', 0);
+export const mix = new hourglass.Mix({
+  tiers: params.tiers,
+  maxDelay: params.maxDelay,
+  pastDue: params.pastDue,
+  paidFraction: params.paid,
+  weights: params.weights,
+  seed: seed ? seed + __VU : 0, // one stream per VU
+});
+
+// scheduleOne draws one task from the mix and schedules it.
+export function scheduleOne() {
+  const t = mix.next();
+  producer.schedule({ delayMs: t.delayMs, paid: t.paid, shape: t.shape });
+}
+
+// finish closes the producer (waiting for the tasks in flight and completing
+// the manifest) and prints its totals; call it from teardown().
+export function finish() {
+  const s = producer.close();
+  console.log(`hourglass run ${s.runId}: ${s.produced} produced, ${s.errors} produce errors, ` +
+    `${s.payErrors} pay errors; manifest ${s.manifest}` + (s.firstError ? `; first error: ${s.firstError}` : ''));
+  return s;
+}
+
+// thresholds fail the run on any produce or payment error.
+export const thresholds = {
+  hourglass_produce_errors: ['rate==0'],
+  hourglass_pay_errors: ['rate==0'],
+};
+
+export const summaryTrendStats = ['avg', 'p(50)', 'p(90)', 'p(99)', 'max'];

@@ -1,0 +1,218 @@
+package verify
+
+import (
+	"math"
+	"slices"
+
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/loadtest/manifest"
+)
+
+// maxExamples bounds the task ids a Report lists per problem.
+const maxExamples = 10
+
+// Report is the verdict on one run: the manifest joined with the outcome
+// events of its tasks.
+type Report struct {
+	RunID string `json:"run_id"`
+	// Scheduled is the tasks in the manifest (acknowledged by the broker);
+	// Paid of them were paid before they were produced.
+	Scheduled int `json:"scheduled"`
+	Paid      int `json:"paid"`
+	// Final is the tasks with at least one final outcome (closed,
+	// already_closed, skipped, not_found, failed); Outcomes counts each
+	// task's first final outcome.
+	Final    int            `json:"final"`
+	Outcomes map[string]int `json:"outcomes"`
+	// Closed is the tasks whose first final outcome is closed.
+	Closed int `json:"closed"`
+	// SkippedPaid is the tasks whose first final outcome is skipped with
+	// detail PAID.
+	SkippedPaid int `json:"skipped_paid"`
+	// Lost is the tasks without a final outcome.
+	Lost int `json:"lost"`
+	// Duplicates is the tasks with more than one final outcome.
+	Duplicates int `json:"duplicates"`
+	// Early is the tasks with a final outcome whose closed_ms is before
+	// the task's due time.
+	Early int `json:"early"`
+	// WrongOutcome is the paid tasks whose first final outcome is not
+	// skipped (PAID), and the unpaid tasks whose first final outcome is
+	// skipped or failed.
+	WrongOutcome int `json:"wrong_outcome"`
+	// Retries is the retry events of the run's tasks (not final).
+	Retries int `json:"retries"`
+	// Unexpected is the events of task ids with the run's prefix that the
+	// manifest does not list (a produce that failed after the broker
+	// wrote it, or a manifest cut short).
+	Unexpected int `json:"unexpected"`
+	// Invalid is the records of the outcomes topic that are not outcome
+	// events.
+	Invalid int `json:"invalid"`
+	// LatenessMs is over each task's first final outcome: closed_ms minus
+	// the later of due_ms and scheduled_ms (a task due in the past cannot
+	// close before it was scheduled).
+	LatenessMs Percentiles `json:"lateness_ms"`
+	// ByShape splits the tasks by the delay shape they were drawn with.
+	ByShape map[string]*ShapeReport `json:"by_shape,omitempty"`
+	// Examples lists up to 10 task ids per problem: lost, early,
+	// wrong_outcome, duplicates.
+	Examples map[string][]string `json:"examples,omitempty"`
+	// OK is true when nothing was lost, closed early or given the wrong
+	// outcome.
+	OK bool `json:"ok"`
+}
+
+// ShapeReport is a Report's numbers for one delay shape.
+type ShapeReport struct {
+	Scheduled  int         `json:"scheduled"`
+	Lost       int         `json:"lost"`
+	Early      int         `json:"early"`
+	LatenessMs Percentiles `json:"lateness_ms"`
+}
+
+// Percentiles are nearest-rank percentiles in milliseconds; all zero
+// without samples.
+type Percentiles struct {
+	N    int   `json:"n"`
+	P50  int64 `json:"p50"`
+	P90  int64 `json:"p90"`
+	P99  int64 `json:"p99"`
+	P999 int64 `json:"p999"`
+	Max  int64 `json:"max"`
+}
+
+// PercentilesOf returns the nearest-rank percentiles of vs, which it sorts.
+func PercentilesOf(vs []int64) Percentiles {
+	if len(vs) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(vs)
+	at := func(q float64) int64 {
+		i := int(math.Ceil(q*float64(len(vs)))) - 1
+		return vs[max(0, min(i, len(vs)-1))]
+	}
+	return Percentiles{N: len(vs), P50: at(0.50), P90: at(0.90), P99: at(0.99), P999: at(0.999), Max: vs[len(vs)-1]}
+}
+
+// final reports whether an outcome ends a task's attempts.
+func final(o string) bool {
+	switch o {
+	case string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped), string(closer.NotFound), outcome.Failed:
+		return true
+	}
+	return false
+}
+
+// task is what Check learns about one manifest entry.
+type task struct {
+	e      manifest.Entry
+	first  *outcome.Event // first final event
+	finals int
+	early  bool
+}
+
+// Check joins the manifest with the outcome events (in topic order; events
+// of other runs are ignored) and returns the report. invalid is the count of
+// undecodable records, passed through to the report.
+func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
+	r := Report{RunID: m.Header.RunID, Scheduled: len(m.Entries), Outcomes: map[string]int{}, Invalid: invalid,
+		ByShape: map[string]*ShapeReport{}, Examples: map[string][]string{}}
+	tasks := make(map[string]*task, len(m.Entries))
+	for _, e := range m.Entries {
+		tasks[e.ID] = &task{e: e}
+		if e.Paid {
+			r.Paid++
+		}
+	}
+	for i := range events {
+		ev := &events[i]
+		t, ok := tasks[ev.TaskID]
+		if !ok {
+			if m.Header.IDPrefix != "" && len(ev.TaskID) >= len(m.Header.IDPrefix) && ev.TaskID[:len(m.Header.IDPrefix)] == m.Header.IDPrefix {
+				r.Unexpected++
+			}
+			continue
+		}
+		if ev.Outcome == outcome.Retry {
+			r.Retries++
+			continue
+		}
+		if !final(ev.Outcome) {
+			continue
+		}
+		t.finals++
+		if t.first == nil {
+			t.first = ev
+		}
+		if ev.ClosedMs < t.e.DueMs {
+			t.early = true
+		}
+	}
+
+	example := func(kind, id string) {
+		if len(r.Examples[kind]) < maxExamples {
+			r.Examples[kind] = append(r.Examples[kind], id)
+		}
+	}
+	var late []int64
+	lateByShape := map[string][]int64{}
+	for _, e := range m.Entries { // manifest order, so examples are stable
+		t := tasks[e.ID]
+		sr := r.ByShape[e.Shape]
+		if sr == nil {
+			sr = &ShapeReport{}
+			r.ByShape[e.Shape] = sr
+		}
+		sr.Scheduled++
+		if t.first == nil {
+			r.Lost++
+			sr.Lost++
+			example("lost", e.ID)
+			continue
+		}
+		r.Final++
+		ev := t.first
+		r.Outcomes[ev.Outcome]++
+		skippedPaid := ev.Outcome == string(closer.Skipped) && ev.Detail == "PAID"
+		switch {
+		case ev.Outcome == string(closer.Closed):
+			r.Closed++
+		case skippedPaid:
+			r.SkippedPaid++
+		}
+		if t.finals > 1 {
+			r.Duplicates++
+			example("duplicates", e.ID)
+		}
+		if t.early {
+			r.Early++
+			sr.Early++
+			example("early", e.ID)
+		}
+		wrong := (e.Paid && !skippedPaid) ||
+			(!e.Paid && (ev.Outcome == string(closer.Skipped) || ev.Outcome == outcome.Failed))
+		if wrong {
+			r.WrongOutcome++
+			example("wrong_outcome", e.ID)
+		}
+		l := ev.ClosedMs - max(e.DueMs, e.ScheduledMs)
+		late = append(late, l)
+		lateByShape[e.Shape] = append(lateByShape[e.Shape], l)
+	}
+	r.LatenessMs = PercentilesOf(late)
+	for s, vs := range lateByShape {
+		r.ByShape[s].LatenessMs = PercentilesOf(vs)
+	}
+	if len(r.ByShape) == 1 {
+		if _, unnamed := r.ByShape[""]; unnamed {
+			r.ByShape = nil
+		}
+	}
+	if len(r.Examples) == 0 {
+		r.Examples = nil
+	}
+	r.OK = r.Lost == 0 && r.Early == 0 && r.WrongOutcome == 0
+	return r
+}

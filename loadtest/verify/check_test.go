@@ -1,0 +1,195 @@
+package verify
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/loadtest/manifest"
+)
+
+const (
+	base = 1_800_000_000_000 // unix ms
+	pfx  = "lt-r-"
+)
+
+// ev returns an outcome event of task id closed at closedMs.
+func ev(id, out, detail string, closedMs int64) outcome.Event {
+	return outcome.Event{V: outcome.Version, TaskID: id, Outcome: out, Detail: detail, ClosedMs: closedMs}
+}
+
+func entry(id string, dueMs, scheduledMs int64, paid bool, shape string) manifest.Entry {
+	return manifest.Entry{ID: id, DueMs: dueMs, ScheduledMs: scheduledMs, Paid: paid, Shape: shape}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries []manifest.Entry
+		events  []outcome.Event
+		// want is compared field by field with the report's counts;
+		// ByShape and Examples are checked where set.
+		want         Report
+		wantShape    map[string]*ShapeReport
+		wantExamples map[string][]string
+	}{
+		{
+			name:    "all closed on time",
+			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, false, "a"), entry(pfx+"2", base+2000, base, false, "a")},
+			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+1003), ev(pfx+"2", "closed", "", base+2001)},
+			want: Report{Scheduled: 2, Final: 2, Closed: 2, Outcomes: map[string]int{"closed": 2}, OK: true,
+				LatenessMs: Percentiles{N: 2, P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}},
+			wantShape: map[string]*ShapeReport{"a": {Scheduled: 2, LatenessMs: Percentiles{N: 2, P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}}},
+		},
+		{
+			name:    "paid skipped as paid",
+			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, true, "")},
+			events:  []outcome.Event{ev(pfx+"1", "skipped", "PAID", base+1000)},
+			want: Report{Scheduled: 1, Paid: 1, Final: 1, SkippedPaid: 1, Outcomes: map[string]int{"skipped": 1}, OK: true,
+				LatenessMs: Percentiles{N: 1}},
+		},
+		{
+			name:         "paid but closed is wrong",
+			entries:      []manifest.Entry{entry(pfx+"1", base+1000, base, true, "")},
+			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+1000)},
+			want:         Report{Scheduled: 1, Paid: 1, Final: 1, Closed: 1, WrongOutcome: 1, Outcomes: map[string]int{"closed": 1}, LatenessMs: Percentiles{N: 1}},
+			wantExamples: map[string][]string{"wrong_outcome": {pfx + "1"}},
+		},
+		{
+			name:         "paid but skipped for another state is wrong",
+			entries:      []manifest.Entry{entry(pfx+"1", base+1000, base, true, "")},
+			events:       []outcome.Event{ev(pfx+"1", "skipped", "SHIPPED", base+1000)},
+			want:         Report{Scheduled: 1, Paid: 1, Final: 1, WrongOutcome: 1, Outcomes: map[string]int{"skipped": 1}, LatenessMs: Percentiles{N: 1}},
+			wantExamples: map[string][]string{"wrong_outcome": {pfx + "1"}},
+		},
+		{
+			name:    "unpaid skipped or failed is wrong, not_found is not",
+			entries: []manifest.Entry{entry(pfx+"1", base, base, false, ""), entry(pfx+"2", base, base, false, ""), entry(pfx+"3", base, base, false, "")},
+			events:  []outcome.Event{ev(pfx+"1", "skipped", "PAID", base), ev(pfx+"2", "failed", "", base), ev(pfx+"3", "not_found", "", base)},
+			want: Report{Scheduled: 3, Final: 3, SkippedPaid: 1, WrongOutcome: 2, Outcomes: map[string]int{"skipped": 1, "failed": 1, "not_found": 1},
+				LatenessMs: Percentiles{N: 3}},
+			wantExamples: map[string][]string{"wrong_outcome": {pfx + "1", pfx + "2"}},
+		},
+		{
+			name:         "lost",
+			entries:      []manifest.Entry{entry(pfx+"1", base, base, false, "s"), entry(pfx+"2", base, base, false, "s")},
+			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+5), ev(pfx+"2", "retry", "", base+5)},
+			want:         Report{Scheduled: 2, Final: 1, Closed: 1, Lost: 1, Retries: 1, Outcomes: map[string]int{"closed": 1}, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}},
+			wantShape:    map[string]*ShapeReport{"s": {Scheduled: 2, Lost: 1, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}}},
+			wantExamples: map[string][]string{"lost": {pfx + "2"}},
+		},
+		{
+			name:    "retry then closed",
+			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
+			events:  []outcome.Event{ev(pfx+"1", "retry", "", base+1), ev(pfx+"1", "closed", "", base+2000)},
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Retries: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+				LatenessMs: Percentiles{N: 1, P50: 2000, P90: 2000, P99: 2000, P999: 2000, Max: 2000}},
+		},
+		{
+			name:    "duplicate: the first final outcome counts",
+			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
+			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+1), ev(pfx+"1", "already_closed", "", base+50)},
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Duplicates: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+				LatenessMs: Percentiles{N: 1, P50: 1, P90: 1, P99: 1, P999: 1, Max: 1}},
+			wantExamples: map[string][]string{"duplicates": {pfx + "1"}},
+		},
+		{
+			name:    "early",
+			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, false, "x")},
+			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+999)},
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Outcomes: map[string]int{"closed": 1},
+				LatenessMs: Percentiles{N: 1, P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}},
+			wantShape:    map[string]*ShapeReport{"x": {Scheduled: 1, Early: 1, LatenessMs: Percentiles{N: 1, P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}}},
+			wantExamples: map[string][]string{"early": {pfx + "1"}},
+		},
+		{
+			name:         "an early duplicate is early",
+			entries:      []manifest.Entry{entry(pfx+"1", base+1000, base, false, "")},
+			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+1000), ev(pfx+"1", "already_closed", "", base+10)},
+			want:         Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Duplicates: 1, Outcomes: map[string]int{"closed": 1}, LatenessMs: Percentiles{N: 1}},
+			wantExamples: map[string][]string{"early": {pfx + "1"}, "duplicates": {pfx + "1"}},
+		},
+		{
+			name:    "past due: lateness from the schedule time",
+			entries: []manifest.Entry{entry(pfx+"1", base-2000, base, false, "")},
+			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+7)},
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+				LatenessMs: Percentiles{N: 1, P50: 7, P90: 7, P99: 7, P999: 7, Max: 7}},
+		},
+		{
+			name:    "events of other runs ignored, unknown ids of this run counted",
+			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
+			events:  []outcome.Event{ev("lt-q-1", "closed", "", base), ev(pfx+"9", "closed", "", base), ev(pfx+"1", "closed", "", base)},
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Unexpected: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+				LatenessMs: Percentiles{N: 1}},
+		},
+		{
+			name: "empty run",
+			want: Report{Outcomes: map[string]int{}, OK: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &manifest.Manifest{Header: manifest.Header{Manifest: 1, RunID: "r", IDPrefix: pfx}, Entries: tt.entries}
+			got := Check(m, tt.events, 0)
+			tt.want.RunID = "r"
+			shapes, examples := got.ByShape, got.Examples
+			got.ByShape, got.Examples = nil, nil
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("report\n got %+v\nwant %+v", got, tt.want)
+			}
+			for s, want := range tt.wantShape {
+				if g := shapes[s]; g == nil || *g != *want {
+					t.Errorf("by shape %q = %+v, want %+v", s, g, want)
+				}
+			}
+			if tt.wantExamples == nil {
+				tt.wantExamples = map[string][]string{}
+			}
+			if examples == nil {
+				examples = map[string][]string{}
+			}
+			if !reflect.DeepEqual(examples, tt.wantExamples) {
+				t.Errorf("examples %v, want %v", examples, tt.wantExamples)
+			}
+		})
+	}
+}
+
+func TestCheckExamplesBounded(t *testing.T) {
+	m := &manifest.Manifest{Header: manifest.Header{RunID: "r", IDPrefix: pfx}}
+	for i := range 50 {
+		m.Entries = append(m.Entries, entry(pfx+string(rune('a'+i)), base, base, false, ""))
+	}
+	r := Check(m, nil, 3)
+	if r.Lost != 50 || len(r.Examples["lost"]) != maxExamples || r.Invalid != 3 || r.OK {
+		t.Errorf("lost %d, %d examples, invalid %d, ok %v; want 50, %d, 3, false", r.Lost, len(r.Examples["lost"]), r.Invalid, r.OK, maxExamples)
+	}
+}
+
+func TestPercentilesOf(t *testing.T) {
+	seq := func(n int) []int64 {
+		vs := make([]int64, n)
+		for i := range vs {
+			vs[i] = int64(n - i) // reversed: PercentilesOf sorts
+		}
+		return vs
+	}
+	tests := []struct {
+		name string
+		in   []int64
+		want Percentiles
+	}{
+		{"none", nil, Percentiles{}},
+		{"one", []int64{4}, Percentiles{N: 1, P50: 4, P90: 4, P99: 4, P999: 4, Max: 4}},
+		{"two", []int64{9, 1}, Percentiles{N: 2, P50: 1, P90: 9, P99: 9, P999: 9, Max: 9}},
+		{"1..100", seq(100), Percentiles{N: 100, P50: 50, P90: 90, P99: 99, P999: 100, Max: 100}},
+		{"1..1000", seq(1000), Percentiles{N: 1000, P50: 500, P90: 900, P99: 990, P999: 999, Max: 1000}},
+		{"negative", []int64{-5, 3, -1}, Percentiles{N: 3, P50: -1, P90: 3, P99: 3, P999: 3, Max: 3}},
+	}
+	for _, tt := range tests {
+		if got := PercentilesOf(tt.in); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
