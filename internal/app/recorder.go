@@ -47,6 +47,9 @@ type RecorderConfig struct {
 	ClickHouse chstore.Config
 	Prefix     string
 	Migrate    bool
+	// MigrateOnly applies the migrations and exits, without Kafka: for a
+	// migration Job that runs before the recorders start.
+	MigrateOnly bool
 }
 
 func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bool, error) {
@@ -66,11 +69,15 @@ func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bo
 	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), recorder.DefaultShutdownTimeout, "bound on a graceful stop (the last insert and commit)")
 	c.ClickHouse.RegisterFlags(fs)
 	fs.BoolVar(&c.Migrate, "migrate", env("migrate"), true, "create the database and apply schema migrations at start")
+	fs.BoolVar(&c.MigrateOnly, "migrate-only", env("migrate-only"), false, "apply the schema migrations and exit, without Kafka (for a migration Job)")
 	stop, err := parse(fs, args, stdout, &c.common, func() checks {
 		if k.Topic == "" {
 			k.Topic = tiers.OutcomesTopic(c.Prefix)
 		}
 		errs := checks(k.Validate())
+		if c.MigrateOnly && !c.Migrate {
+			errs.add("migrate-only", "contradicts --migrate=false")
+		}
 		if c.Prefix == "" {
 			errs.add("topic-prefix", "must not be empty")
 		}
@@ -86,6 +93,17 @@ func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := c.logger(stderr, "recorder")
+	if c.MigrateOnly {
+		// ClickHouse may still be starting: openStore waits, bounded by
+		// ctx (and by the Job's deadline).
+		store, err := openStore(ctx, c.ClickHouse, true, log)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		fmt.Fprintf(stdout, "schema of %s is at version %d\n", c.ClickHouse.Database, chstore.SchemaVersion())
+		return nil
+	}
 	opts, err := c.kgoOpts()
 	if err != nil {
 		return err

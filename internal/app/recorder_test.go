@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/app"
+	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/report"
@@ -289,5 +290,31 @@ func TestRecorderWaitsForClickHouse(t *testing.T) {
 	_, _, err = run(t, app.Recorder, append(args, "--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.Database, "--clickhouse-password", "wrong")...)
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "password") {
 		t.Errorf("wrong password: %v, want an error about the password", err)
+	}
+}
+
+// TestRecorderMigrateOnly: --migrate-only applies the schema and exits
+// without touching Kafka (the brokers here do not exist), for a migration
+// Job; a second run finds nothing to do.
+func TestRecorderMigrateOnly(t *testing.T) {
+	ch := chtest.Config(t)
+	for range 2 {
+		stdout, stderr, err := run(t, app.Recorder, "--migrate-only", "--brokers", "127.0.0.1:1",
+			"--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.Database)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		if want := fmt.Sprintf("schema of %s is at version %d", ch.Database, chstore.SchemaVersion()); !strings.Contains(stdout, want) {
+			t.Errorf("stdout %q, want %q", stdout, want)
+		}
+	}
+	s := chtest.OpenConfig(t, ch)
+	applied, err := s.Migrations(context.Background())
+	if err != nil || len(applied) == 0 || applied[len(applied)-1].Version != chstore.SchemaVersion() {
+		t.Errorf("migrations %+v (%v), want up to version %d", applied, err, chstore.SchemaVersion())
+	}
+	_, _, err = run(t, app.Recorder, "--migrate-only", "--migrate=false")
+	if err == nil || !strings.Contains(err.Error(), "--migrate-only") {
+		t.Errorf("--migrate-only --migrate=false: %v", err)
 	}
 }
