@@ -53,6 +53,23 @@ loadtest: ## k6 load test on a local pipeline (20 s at 200/s, delays up to 10 s,
 loadtest-test: ## vet and test the load test module (k6 extension, manifest, verify)
 	cd loadtest && $(GO) vet ./... && $(GO) test -race -count=1 -shuffle=on ./...
 
+.PHONY: k8s-tools
+k8s-tools: ## install helm, kubeconform and the Kubernetes schemas into .tools (pinned)
+	scripts/k8s-tools.sh
+
+.PHONY: chart
+chart: k8s-tools ## lint, render and validate the Helm chart and the Dockerfile; the schema generator's tests
+	$(GO) test -count=1 -run 'Chart|Kubeconform|Docker' ./deploy/
+	cd deploy/tools && $(GO) vet ./k8sschema && $(GO) test -count=1 ./k8sschema
+
+.PHONY: kube-check
+kube-check: ## the chart on a local kube-apiserver + etcd with kwok nodes: dry-run=server, install/upgrade/uninstall --wait (VALUES=ci/...)
+	deploy/tools/kube/check.sh $(VALUES)
+
+.PHONY: image
+image: ## build the container image (needs a Docker engine)
+	docker build -t hourglass:dev .
+
 .PHONY: ci
 ci: ## what CI runs
 	.ci/run

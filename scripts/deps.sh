@@ -3,7 +3,8 @@
 # leaves alone what is already there. It is idempotent; the test command runs
 # it first. The tests need Go, promtool for the alerting rules, PostgreSQL and
 # MariaDB (the sql closer's order stores) and ClickHouse (the recorder and
-# reports) on loopback; Kafka is kfake, in the test process.
+# reports) on loopback, and helm, kubeconform and Kubernetes schemas for the
+# chart (pinned, built with go install); Kafka is kfake, in the test process.
 set -euo pipefail
 
 need_go="1.26"
@@ -48,6 +49,7 @@ have_promtool=$(promtool --version 2>&1 | sed -n 's/^promtool, version \([^ ]*\)
 scripts_dir="$(cd "$(dirname "$0")" && pwd)"
 "$scripts_dir/databases.sh"
 "$scripts_dir/clickhouse.sh"
+"$scripts_dir/k8s-tools.sh"
 
 go mod download
 echo "deps: ready (go ${have_go}, promtool ${have_promtool:-unknown})"

@@ -1,0 +1,461 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "hourglass.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "hourglass.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The name of a component's resources: <fullname>-<component>. */}}
+{{- define "hourglass.componentName" -}}
+{{- printf "%s-%s" (include "hourglass.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "hourglass.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels of a component: dict "root" $ "component" "router". */}}
+{{- define "hourglass.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hourglass.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Labels of a component's resources: dict "root" $ "component" "router". */}}
+{{- define "hourglass.labels" -}}
+helm.sh/chart: {{ include "hourglass.chart" .root }}
+{{ include "hourglass.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: hourglass
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "hourglass.image" -}}
+{{- $img := .Values.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hourglass.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "hourglass.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The ServiceAccount of hook pods (topics, migration). Hooks run before the
+release's own resources exist, so a ServiceAccount the chart creates is not
+there yet: they use it only when it is an existing one.
+*/}}
+{{- define "hourglass.hookServiceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+default
+{{- else -}}
+{{- include "hourglass.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+hourglass.seconds turns a Go duration ("20s", "1m30s", "500ms") into whole
+seconds, rounded up.
+*/}}
+{{- define "hourglass.seconds" -}}
+{{- $total := 0.0 -}}
+{{- $unit := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 -}}
+{{- range $part := regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" (toString .) -1 -}}
+{{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $part | float64 -}}
+{{- $u := regexReplaceAll "^[0-9]+(\\.[0-9]+)?" $part "" -}}
+{{- $total = addf $total (mulf $n (get $unit $u)) -}}
+{{- end -}}
+{{- ceil $total | int -}}
+{{- end -}}
+
+{{/* terminationGracePeriodSeconds of a component: its shutdown timeout plus the margin. */}}
+{{- define "hourglass.gracePeriod" -}}
+{{- add (include "hourglass.seconds" .values.shutdownTimeout | int) (.root.Values.terminationGraceExtraSeconds | int) -}}
+{{- end -}}
+
+{{/*
+Environment. Each hourglass.env.* template renders a YAML map of HOURGLASS_*
+variables (strings); ConfigMaps hold them, and hook pods, which run before
+the ConfigMaps exist, get them inline.
+*/}}
+
+{{/* Kafka connection and topic layout, shared by everything that talks to Kafka. */}}
+{{- define "hourglass.env.kafka" -}}
+{{- $v := .Values -}}
+{{- $env := dict -}}
+{{- $_ := set $env "HOURGLASS_BROKERS" (join "," $v.kafka.brokers) -}}
+{{- with $v.kafka.tls -}}
+{{- if or .enabled .existingSecret -}}
+{{- $_ := set $env "HOURGLASS_TLS" "true" -}}
+{{- if .serverName -}}{{- $_ := set $env "HOURGLASS_TLS_SERVER_NAME" .serverName -}}{{- end -}}
+{{- if and .existingSecret .caKey -}}{{- $_ := set $env "HOURGLASS_TLS_CA_FILE" "/etc/hourglass/kafka-tls/ca.crt" -}}{{- end -}}
+{{- if and .existingSecret .certKey -}}
+{{- $_ := set $env "HOURGLASS_TLS_CERT_FILE" "/etc/hourglass/kafka-tls/tls.crt" -}}
+{{- $_ := set $env "HOURGLASS_TLS_KEY_FILE" "/etc/hourglass/kafka-tls/tls.key" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $v.kafka.sasl -}}
+{{- if .mechanism -}}
+{{- $_ := set $env "HOURGLASS_SASL_MECHANISM" .mechanism -}}
+{{- $_ := set $env "HOURGLASS_SASL_USER" .user -}}
+{{- $_ := set $env "HOURGLASS_SASL_PASSWORD_FILE" "/etc/hourglass/kafka-sasl/password" -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $env "HOURGLASS_TOPIC_PREFIX" $v.topics.prefix -}}
+{{- $_ := set $env "HOURGLASS_PARTITIONS" ($v.topics.partitions | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_REPLICATION_FACTOR" ($v.topics.replicationFactor | int64 | toString) -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/* What `hourglass topics` reads: the connection and the tiers. */}}
+{{- define "hourglass.env.topics" -}}
+{{- $env := include "hourglass.env.kafka" . | fromYaml -}}
+{{- $_ := set $env "HOURGLASS_TIERS" (join "," .Values.topics.tiers) -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/* What every service has: dict "root" $ "component" "router" "values" .Values.router. */}}
+{{- define "hourglass.env.service" -}}
+{{- $v := .root.Values -}}
+{{- $c := .values -}}
+{{- $env := include "hourglass.env.kafka" .root | fromYaml -}}
+{{- $_ := set $env "HOURGLASS_LOG_LEVEL" $v.log.level -}}
+{{- $_ := set $env "HOURGLASS_LOG_FORMAT" $v.log.format -}}
+{{- $_ := set $env "HOURGLASS_CREATE_TOPICS" (toString $v.topics.createAtStart) -}}
+{{- $_ := set $env "HOURGLASS_HTTP_ADDR" (printf ":%d" ($c.port | int)) -}}
+{{- $_ := set $env "HOURGLASS_GROUP" $c.group -}}
+{{- $_ := set $env "HOURGLASS_SHUTDOWN_TIMEOUT" $c.shutdownTimeout -}}
+{{- $_ := set $env "HOURGLASS_SESSION_TIMEOUT" $c.sessionTimeout -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{- define "hourglass.env.router" -}}
+{{- $v := .Values -}}
+{{- $r := $v.router -}}
+{{- $env := include "hourglass.env.service" (dict "root" . "component" "router" "values" $r) | fromYaml -}}
+{{- $_ := set $env "HOURGLASS_TIERS" (join "," $v.topics.tiers) -}}
+{{- if $r.target }}{{ $_ := set $env "HOURGLASS_TARGET" $r.target }}{{ end -}}
+{{- if $r.dlqTopic }}{{ $_ := set $env "HOURGLASS_DLQ_TOPIC" $r.dlqTopic }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_MAX_DELAY" $r.maxDelay -}}
+{{- $_ := set $env "HOURGLASS_TIMER_CAPACITY" ($r.timerCapacity | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_MAX_HELD_PER_PARTITION" ($r.maxHeldPerPartition | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_FETCH_PARTITION_BYTES" ($r.fetchPartitionBytes | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $r.commitInterval -}}
+{{- $_ := set $env "HOURGLASS_REVOKE_TIMEOUT" $r.revokeTimeout -}}
+{{- range $k, $val := $r.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{- define "hourglass.env.canceller" -}}
+{{- $v := .Values -}}
+{{- $c := $v.canceller -}}
+{{- $env := include "hourglass.env.service" (dict "root" . "component" "canceller" "values" $c) | fromYaml -}}
+{{- $_ := set $env "HOURGLASS_TIERS" (join "," $v.topics.tiers) -}}
+{{- if $c.topics }}{{ $_ := set $env "HOURGLASS_TOPICS" (join "," $c.topics) }}{{ end -}}
+{{- if $c.outcomesTopic }}{{ $_ := set $env "HOURGLASS_OUTCOMES_TOPIC" $c.outcomesTopic }}{{ end -}}
+{{- if $c.dlqTopic }}{{ $_ := set $env "HOURGLASS_DLQ_TOPIC" $c.dlqTopic }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_DEFAULT_KIND" $c.defaultKind -}}
+{{- if $c.closers }}{{ $_ := set $env "HOURGLASS_CLOSERS" "/etc/hourglass/closers/closers.yaml" }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_CLOSE_TIMEOUT" $c.closeTimeout -}}
+{{- $_ := set $env "HOURGLASS_MAX_IN_FLIGHT" ($c.maxInFlight | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_RATE_LIMIT" (toString $c.rateLimit) -}}
+{{- $_ := set $env "HOURGLASS_RATE_BURST" ($c.rateBurst | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_MAX_ATTEMPTS" ($c.maxAttempts | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_RETRY_BACKOFF" $c.retryBackoff -}}
+{{- $_ := set $env "HOURGLASS_RETRY_BACKOFF_MAX" $c.retryBackoffMax -}}
+{{- $_ := set $env "HOURGLASS_MAX_POLL_RECORDS" ($c.maxPollRecords | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $c.commitInterval -}}
+{{- range $k, $val := $c.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/* ClickHouse connection, shared by the recorder and the migration Job. */}}
+{{- define "hourglass.env.clickhouse" -}}
+{{- $ch := .Values.recorder.clickhouse -}}
+{{- $env := dict -}}
+{{- $_ := set $env "HOURGLASS_CLICKHOUSE_ADDR" $ch.addr -}}
+{{- $_ := set $env "HOURGLASS_CLICKHOUSE_DATABASE" $ch.database -}}
+{{- $_ := set $env "HOURGLASS_CLICKHOUSE_USER" $ch.user -}}
+{{- if $ch.existingSecret }}{{ $_ := set $env "HOURGLASS_CLICKHOUSE_PASSWORD_FILE" "/etc/hourglass/clickhouse-password/password" }}{{ end -}}
+{{- with $ch.tls -}}
+{{- if or .enabled .existingSecret -}}
+{{- $_ := set $env "HOURGLASS_CLICKHOUSE_TLS" "true" -}}
+{{- if .serverName }}{{ $_ := set $env "HOURGLASS_CLICKHOUSE_TLS_SERVER_NAME" .serverName }}{{ end -}}
+{{- if and .existingSecret .caKey }}{{ $_ := set $env "HOURGLASS_CLICKHOUSE_TLS_CA_FILE" "/etc/hourglass/clickhouse-tls/ca.crt" }}{{ end -}}
+{{- if and .existingSecret .certKey -}}
+{{- $_ := set $env "HOURGLASS_CLICKHOUSE_TLS_CERT_FILE" "/etc/hourglass/clickhouse-tls/tls.crt" -}}
+{{- $_ := set $env "HOURGLASS_CLICKHOUSE_TLS_KEY_FILE" "/etc/hourglass/clickhouse-tls/tls.key" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{- define "hourglass.env.recorder" -}}
+{{- $r := .Values.recorder -}}
+{{- $env := include "hourglass.env.service" (dict "root" . "component" "recorder" "values" $r) | fromYaml -}}
+{{- $env = merge $env (include "hourglass.env.clickhouse" . | fromYaml) -}}
+{{- if $r.outcomesTopic }}{{ $_ := set $env "HOURGLASS_OUTCOMES_TOPIC" $r.outcomesTopic }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_BATCH_ROWS" ($r.batchRows | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_FLUSH_INTERVAL" $r.flushInterval -}}
+{{- $_ := set $env "HOURGLASS_INSERT_TIMEOUT" $r.insertTimeout -}}
+{{- $_ := set $env "HOURGLASS_MIGRATE" (toString (and $r.migrate (not $r.migrationJob.enabled))) -}}
+{{- range $k, $val := $r.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/* An env map (YAML text) as a container's env list. */}}
+{{- define "hourglass.envList" -}}
+{{- range $k, $v := fromYaml . }}
+- name: {{ $k }}
+  value: {{ toString $v | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Volumes and mounts of the Kafka TLS files and the SASL password, for every
+pod that talks to Kafka.
+*/}}
+{{- define "hourglass.kafkaVolumes" -}}
+{{- with .Values.kafka.tls }}
+{{- if .existingSecret }}
+- name: kafka-tls
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 0440
+    items:
+      {{- if .caKey }}
+      - {key: {{ .caKey | quote }}, path: ca.crt}
+      {{- end }}
+      {{- if .certKey }}
+      - {key: {{ .certKey | quote }}, path: tls.crt}
+      - {key: {{ .keyKey | quote }}, path: tls.key}
+      {{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.kafka.sasl }}
+{{- if .mechanism }}
+- name: kafka-sasl
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 0440
+    items:
+      - {key: {{ .passwordKey | quote }}, path: password}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "hourglass.kafkaMounts" -}}
+{{- if .Values.kafka.tls.existingSecret }}
+- {name: kafka-tls, mountPath: /etc/hourglass/kafka-tls, readOnly: true}
+{{- end }}
+{{- if .Values.kafka.sasl.mechanism }}
+- {name: kafka-sasl, mountPath: /etc/hourglass/kafka-sasl, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{/* ClickHouse password and TLS files, for the recorder and the migration Job. */}}
+{{- define "hourglass.clickhouseVolumes" -}}
+{{- with .Values.recorder.clickhouse }}
+{{- if .existingSecret }}
+- name: clickhouse-password
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 0440
+    items:
+      - {key: {{ .passwordKey | quote }}, path: password}
+{{- end }}
+{{- with .tls }}
+{{- if .existingSecret }}
+- name: clickhouse-tls
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 0440
+    items:
+      {{- if .caKey }}
+      - {key: {{ .caKey | quote }}, path: ca.crt}
+      {{- end }}
+      {{- if .certKey }}
+      - {key: {{ .certKey | quote }}, path: tls.crt}
+      - {key: {{ .keyKey | quote }}, path: tls.key}
+      {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "hourglass.clickhouseMounts" -}}
+{{- if .Values.recorder.clickhouse.existingSecret }}
+- {name: clickhouse-password, mountPath: /etc/hourglass/clickhouse-password, readOnly: true}
+{{- end }}
+{{- if .Values.recorder.clickhouse.tls.existingSecret }}
+- {name: clickhouse-tls, mountPath: /etc/hourglass/clickhouse-tls, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{/* The closers file and the Secrets it reads, for the canceller and reconcile. */}}
+{{- define "hourglass.closersVolumes" -}}
+{{- if .Values.canceller.closers }}
+- name: closers
+  configMap:
+    name: {{ include "hourglass.componentName" (dict "root" . "component" "closers") }}
+{{- end }}
+{{- range .Values.canceller.secretVolumes }}
+- name: {{ .name }}
+  secret:
+    secretName: {{ .secretName }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{- define "hourglass.closersMounts" -}}
+{{- if .Values.canceller.closers }}
+- {name: closers, mountPath: /etc/hourglass/closers, readOnly: true}
+{{- end }}
+{{- range .Values.canceller.secretVolumes }}
+- {name: {{ .name }}, mountPath: {{ .mountPath }}, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "hourglass.secretEnv" -}}
+{{- range .Values.canceller.secretEnv }}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .key }}
+{{- end }}
+{{- end -}}
+
+{{/* The scratch directory every container gets, its root filesystem being read-only. */}}
+{{- define "hourglass.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}
+
+{{/*
+hourglass.validate fails the render on settings that cannot work together;
+the schema checks each value on its own.
+*/}}
+{{- define "hourglass.validate" -}}
+{{- $v := .Values -}}
+{{- $parts := $v.topics.partitions | int -}}
+{{- range $name := list "router" "canceller" -}}
+{{- $c := index $v $name -}}
+{{- if $c.autoscaling.enabled -}}
+{{- if gt ($c.autoscaling.maxReplicas | int) $parts -}}
+{{- fail (printf "%s.autoscaling.maxReplicas (%d) is above topics.partitions (%d): a consumer group gives each partition to one member, so pods beyond the partition count sit idle" $name ($c.autoscaling.maxReplicas | int) $parts) -}}
+{{- end -}}
+{{- if gt ($c.autoscaling.minReplicas | int) ($c.autoscaling.maxReplicas | int) -}}
+{{- fail (printf "%s.autoscaling.minReplicas (%d) is above maxReplicas (%d)" $name ($c.autoscaling.minReplicas | int) ($c.autoscaling.maxReplicas | int)) -}}
+{{- end -}}
+{{- else if gt ($c.replicas | int) $parts -}}
+{{- fail (printf "%s.replicas (%d) is above topics.partitions (%d): a consumer group gives each partition to one member, so pods beyond the partition count sit idle" $name ($c.replicas | int) $parts) -}}
+{{- end -}}
+{{- end -}}
+{{- with $v.kafka.sasl -}}
+{{- if and .mechanism (not .existingSecret) -}}
+{{- fail "kafka.sasl.mechanism is set but kafka.sasl.existingSecret is empty: name the Secret holding the SASL password" -}}
+{{- end -}}
+{{- if and .mechanism (not .user) -}}
+{{- fail "kafka.sasl.mechanism is set but kafka.sasl.user is empty" -}}
+{{- end -}}
+{{- end -}}
+{{- range $where, $tls := dict "kafka.tls" $v.kafka.tls "recorder.clickhouse.tls" $v.recorder.clickhouse.tls -}}
+{{- if ne (empty $tls.certKey) (empty $tls.keyKey) -}}
+{{- fail (printf "%s: certKey and keyKey go together (a client certificate needs its key)" $where) -}}
+{{- end -}}
+{{- if and (not $tls.existingSecret) (or $tls.certKey $tls.keyKey) -}}
+{{- fail (printf "%s: certKey and keyKey need existingSecret, the Secret holding them" $where) -}}
+{{- end -}}
+{{- end -}}
+{{- $names := dict -}}
+{{- range $v.canceller.secretVolumes -}}
+{{- if hasKey $names .name -}}
+{{- fail (printf "canceller.secretVolumes: name %q is used twice" .name) -}}
+{{- end -}}
+{{- if has .name (list "tmp" "closers" "kafka-tls" "kafka-sasl" "clickhouse-password" "clickhouse-tls") -}}
+{{- fail (printf "canceller.secretVolumes: name %q is taken by the chart's own volumes" .name) -}}
+{{- end -}}
+{{- $_ := set $names .name true -}}
+{{- end -}}
+{{- if $v.reconcile.enabled -}}
+{{- $kind := $v.reconcile.kind -}}
+{{- $entry := index $v.canceller.closers $kind -}}
+{{- if not $entry -}}
+{{- fail (printf "reconcile.kind %q is not a kind of canceller.closers: reconcile closes through that kind's sql closer" $kind) -}}
+{{- end -}}
+{{- if not $entry.sql -}}
+{{- fail (printf "reconcile.kind %q: canceller.closers.%s has no sql closer; reconcile scans the order table of an sql closer" $kind $kind) -}}
+{{- end -}}
+{{- if not (dig "reconcile" "deadline" "" $entry.sql) -}}
+{{- fail (printf "reconcile.kind %q: canceller.closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due" $kind $kind) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+hourglass.gomemlimit is 90% of a memory limit ("512Mi", "1G", "268435456")
+in bytes, for GOMEMLIMIT: the Go runtime collects harder as it nears the
+limit instead of being killed at it. Empty when the limit does not parse.
+*/}}
+{{- define "hourglass.gomemlimit" -}}
+{{- $q := toString . -}}
+{{- if regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$" $q -}}
+{{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $q | float64 -}}
+{{- $u := regexReplaceAll "^[0-9]+(\\.[0-9]+)?" $q "" -}}
+{{- $mult := get (dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0) $u -}}
+{{- mulf $n $mult 0.9 | floor | int64 -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pod's scheduling settings: dict "root" $ "component" "router" "values" .Values.router. */}}
+{{- define "hourglass.scheduling" -}}
+{{- $c := .values -}}
+{{- with $c.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $c.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $c.topologySpreadConstraints }}
+{{- $selector := dict "matchLabels" (include "hourglass.selectorLabels" . | fromYaml) }}
+topologySpreadConstraints:
+{{- range $c.topologySpreadConstraints }}
+{{- $tsc := deepCopy . }}
+{{- if not (hasKey $tsc "labelSelector") }}{{ $_ := set $tsc "labelSelector" $selector }}{{ end }}
+  - {{- toYaml $tsc | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- end -}}
