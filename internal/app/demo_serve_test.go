@@ -16,6 +16,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/app"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -42,16 +43,12 @@ func (b *demoOutput) String() string {
 // submatches.
 func waitDemoOutput(t *testing.T, out *demoOutput, re *regexp.Regexp, d time.Duration) []string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no match for %s within %v; output:\n%s", re, d, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var m []string
+	poll.Until(t, d, "a match for "+re.String(), func() bool {
+		m = re.FindStringSubmatch(out.String())
+		return m != nil
+	}, func() string { return "output:\n" + out.String() })
+	return m
 }
 
 // storeCall makes one request to the demo's order store and returns the

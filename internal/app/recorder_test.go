@@ -23,6 +23,7 @@ import (
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/internal/report"
 )
 
@@ -269,13 +270,9 @@ func TestRecorderWaitsForClickHouse(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- app.Recorder(ctx, append(args, "--clickhouse-addr", freeAddr(t)), io.Discard, &stderr) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "ClickHouse is not available; retrying") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no retry logged:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+	poll.Until(t, 30*time.Second, "a logged retry", func() bool {
+		return strings.Contains(stderr.String(), "ClickHouse is not available; retrying")
+	}, stderr.String)
 	cancel()
 	select {
 	case err := <-done:

@@ -24,6 +24,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/internal/recorder"
 	"github.com/hourglass/hourglass/internal/report"
 	"github.com/hourglass/hourglass/internal/telemetry"
@@ -167,16 +168,10 @@ func (b *bundle) start(t *testing.T, cfg recorder.Config, store *chstore.Store, 
 	return &running{r: r, reg: reg, stop: stop}
 }
 
-// waitFor polls cond every 20ms for up to 60s.
+// waitFor polls cond for up to 60s.
 func waitFor(t *testing.T, what string, cond func() bool, state func() string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; %s", what, state())
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+	poll.Until(t, 60*time.Second, what, cond, state)
 }
 
 // metric returns the sum of the samples of the series name (with the

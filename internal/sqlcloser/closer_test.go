@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
@@ -442,16 +443,10 @@ func TestCloseReleaseFails(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 20ms until it holds or limit passes.
+// waitFor polls cond until it holds or limit passes.
 func waitFor(t testing.TB, limit time.Duration, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
-	}
+	poll.Until(t, limit, what, cond, nil)
 }
 
 func TestCloseErrors(t *testing.T) {
