@@ -399,7 +399,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		wait := c.backoff(task.Attempt, err)
 		ev.Outcome, ev.Error = outcome.Retry, err.Error()
 		c.log.Debug("close failed; retrying", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "in", wait, "err", err)
-		out = append(out, c.retry(r, m, deadline, task.Attempt+1, now.Add(wait)))
+		out = append(out, c.retry(r, deadline, task.Attempt+1, now, wait))
 		c.stats.retried.Add(1)
 		c.metrics.retries.WithLabelValues(task.Kind).Inc()
 	default:
@@ -460,16 +460,14 @@ func (c *Canceller) backoff(attempt int, err error) time.Duration {
 	return d
 }
 
-// retry returns the record that schedules attempt of r's task at due: r
-// with its due time, target (the topic it came from), attempt and deadline
-// set, in the delay topic of the wait.
-func (c *Canceller) retry(r *kgo.Record, m tiers.Meta, deadline time.Time, attempt int, due time.Time) *kgo.Record {
-	now := c.clock.Now()
-	tier := c.cfg.Tiers.Pick(due.Sub(now))
+// retry returns the record that schedules attempt of r's task wait after
+// now: r with its due time, target (the topic it came from), attempt and
+// deadline set, in the delay topic of the wait.
+func (c *Canceller) retry(r *kgo.Record, deadline time.Time, attempt int, now time.Time, wait time.Duration) *kgo.Record {
 	return &kgo.Record{
-		Topic: tiers.Topic(c.cfg.Prefix, tier), Key: r.Key, Value: r.Value, Timestamp: now,
+		Topic: tiers.Topic(c.cfg.Prefix, c.cfg.Tiers.Pick(wait)), Key: r.Key, Value: r.Value, Timestamp: now,
 		Headers: tiers.SetHeaders(r.Headers,
-			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(due)},
+			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(now.Add(wait))},
 			kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(r.Topic)},
 			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte(fmt.Sprint(attempt))},
 			kgo.RecordHeader{Key: tiers.HeaderDeadline, Value: tiers.FormatMillis(deadline)},
