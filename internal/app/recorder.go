@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -113,32 +114,41 @@ func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, c.ClickHouse, c.Migrate, log)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while waiting for ClickHouse
-		}
-		return err
-	}
-	defer store.Close()
+	// /healthz and /metrics answer while the recorder waits for ClickHouse
+	// (which may take long); /readyz once it consumes.
 	tel := telemetry.New()
-	rec, err := recorder.New(k, recorder.Options{Kafka: append(opts, tel.Hook()), Store: store, Logger: log, Registerer: tel})
-	if err != nil {
-		return err
-	}
-	log.Info("recorder starting", "topic", k.Topic, "group", k.Group, "clickhouse", c.ClickHouse.String(), "batch_rows", k.BatchRows, "flush_interval", k.FlushInterval)
+	var running atomic.Pointer[recorder.Recorder]
+	ready := func() bool { r := running.Load(); return r != nil && r.Ready() }
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, ready, tel, c.Pprof, log) })
 	g.Go(func() error {
-		if err := rec.Run(gctx); err != nil {
+		store, err := openStore(gctx, c.ClickHouse, c.Migrate, log)
+		if err != nil {
+			if gctx.Err() != nil {
+				return nil // stopped while waiting for ClickHouse
+			}
+			return err
+		}
+		defer store.Close()
+		rec, err := recorder.New(k, recorder.Options{Kafka: append(opts, tel.Hook()), Store: store, Logger: log, Registerer: tel})
+		if err != nil {
+			return err
+		}
+		running.Store(rec)
+		log.Info("recorder starting", "topic", k.Topic, "group", k.Group, "clickhouse", c.ClickHouse.String(), "batch_rows", k.BatchRows, "flush_interval", k.FlushInterval)
+		lagCtx, stopLag := context.WithCancel(gctx)
+		lagDone := make(chan struct{})
+		go func() { defer close(lagDone); tel.WatchLag(lagCtx, rec.Client(), k.Group, c.LagInterval, log) }()
+		err = rec.Run(gctx)
+		stopLag()
+		<-lagDone
+		log.Info("recorder stopped", "stats", fmt.Sprintf("%+v", rec.Stats()))
+		if err != nil {
 			return fmt.Errorf("recorder: %w", err)
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rec.Ready, tel, c.Pprof, log) })
-	g.Go(func() error { tel.WatchLag(gctx, rec.Client(), k.Group, c.LagInterval, log); return nil })
-	err = g.Wait()
-	log.Info("recorder stopped", "stats", fmt.Sprintf("%+v", rec.Stats()))
-	return err
+	return g.Wait()
 }
 
 // openStore connects to ClickHouse and, with migrate, applies the schema

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,8 +256,9 @@ func (s *syncBuffer) String() string {
 }
 
 // TestRecorderWaitsForClickHouse: at start the recorder waits for a
-// ClickHouse that does not answer, and stops cleanly while waiting; a
-// server that refuses the password fails it at once.
+// ClickHouse that does not answer, alive (/healthz) but not ready (/readyz),
+// and stops cleanly while waiting; a server that refuses the password fails
+// it at once.
 func TestRecorderWaitsForClickHouse(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -269,10 +271,25 @@ func TestRecorderWaitsForClickHouse(t *testing.T) {
 	defer cancel()
 	var stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- app.Recorder(ctx, append(args, "--clickhouse-addr", freeAddr(t)), io.Discard, &stderr) }()
+	httpAddr := freeAddr(t)
+	go func() {
+		done <- app.Recorder(ctx, append(args, "--clickhouse-addr", freeAddr(t), "--http-addr", httpAddr), io.Discard, &stderr)
+	}()
 	poll.Until(t, 30*time.Second, "a logged retry", func() bool {
 		return strings.Contains(stderr.String(), "ClickHouse is not available; retrying")
 	}, stderr.String)
+	status := func(path string) int {
+		resp, err := http.Get("http://" + httpAddr + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	poll.Until(t, 10*time.Second, "/healthz 200 while waiting for ClickHouse", func() bool { return status("/healthz") == http.StatusOK }, nil)
+	if got := status("/readyz"); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while waiting for ClickHouse: %d, want 503", got)
+	}
 	cancel()
 	select {
 	case err := <-done:
