@@ -2,7 +2,6 @@ package chstore
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,12 +71,11 @@ func (s *Store) open(ctx context.Context, database string) (driver.Conn, error) 
 		ClientInfo:  clickhouse.ClientInfo{Products: []struct{ Name, Version string }{{"hourglass", ""}}},
 	}
 	if s.cfg.UsesTLS() {
-		tc, err := s.cfg.TLS.Config()
+		// Without TLS settings (Secure alone): the system roots, the host
+		// dialed as the server name.
+		tc, err := s.cfg.TLS.Build()
 		if err != nil {
 			return nil, err
-		}
-		if tc == nil {
-			tc = defaultTLS()
 		}
 		o.TLS = tc
 	}
@@ -91,10 +89,6 @@ func (s *Store) open(ctx context.Context, database string) (driver.Conn, error) 
 	}
 	return conn, nil
 }
-
-// defaultTLS is the TLS configuration of Secure without TLS settings: the
-// system roots, the host dialed as the server name.
-func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }
 
 // Close closes the connections.
 func (s *Store) Close() error { return s.conn.Close() }

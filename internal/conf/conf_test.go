@@ -75,7 +75,7 @@ func TestTLS(t *testing.T) {
 		{name: "server name only", tls: TLS{ServerName: "db.internal"}},
 		{name: "cert without key", tls: TLS{CertFile: "c.pem"}, want: []string{"tls.cert_file and tls.key_file go together"}},
 		{name: "missing CA", tls: TLS{CAFile: filepath.Join(dir, "nope.pem")}, want: []string{"tls.ca_file", "no such file"}},
-		{name: "CA not PEM", tls: TLS{CAFile: notPEM}, want: []string{"holds no PEM certificate"}},
+		{name: "CA not PEM", tls: TLS{CAFile: notPEM}, want: []string{"tls.ca_file: " + notPEM + ": no PEM certificate found"}},
 	} {
 		errs := tc.tls.Validate()
 		if len(tc.want) == 0 {

@@ -49,19 +49,23 @@ func (t TLS) Config() (*tls.Config, error) {
 	if t.IsZero() {
 		return nil, nil
 	}
+	return t.Build()
+}
+
+// Build returns the *tls.Config of t, also for the zero TLS: TLS 1.2 or
+// newer, the CA pool of CAFile or else the system pool, the client
+// certificate when set. An empty ServerName is left empty (kgo.DialTLSConfig
+// and net/http fill in the host dialed).
+func (t TLS) Build() (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         t.ServerName,
 		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // opt-in, for tests
 	}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pool, err := LoadCAPool(t.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", t.CAFile)
 		}
 		tc.RootCAs = pool
 	}
@@ -73,4 +77,17 @@ func (t TLS) Config() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// LoadCAPool reads a PEM file of CA certificates into a pool.
+func LoadCAPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate found", path)
+	}
+	return pool, nil
 }

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/conf"
 )
 
 // DefaultBrokers is the default of --brokers: a broker on this machine, such
@@ -170,7 +170,7 @@ func (c *Config) Validate(fs *cli.FlagSet) []error {
 		bad(FlagTLSKeyFile, "set without %s", name(FlagTLSCertFile))
 	}
 	if c.TLSCAFile != "" {
-		if _, err := loadCAPool(c.TLSCAFile); err != nil {
+		if _, err := conf.LoadCAPool(c.TLSCAFile); err != nil {
 			bad(FlagTLSCAFile, "%v", err)
 		}
 	}
@@ -259,29 +259,13 @@ func (c *Config) Opts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// tlsConfig builds the TLS settings; Opts has validated the files. An empty
+// --tls-server-name leaves kgo.DialTLSConfig to use each broker's host.
 func (c *Config) tlsConfig() (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// Empty: kgo.DialTLSConfig sets it to the host of each broker.
-		ServerName: c.TLSServerName,
-		// Off unless asked for with --tls-insecure-skip-verify.
-		InsecureSkipVerify: c.TLSInsecureSkipVerify, //nolint:gosec // opt-in, for tests
-	}
-	if c.TLSCAFile != "" {
-		pool, err := loadCAPool(c.TLSCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", FlagTLSCAFile, err)
-		}
-		tc.RootCAs = pool
-	}
-	if c.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--%s, --%s: %w", FlagTLSCertFile, FlagTLSKeyFile, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
+	return conf.TLS{
+		CAFile: c.TLSCAFile, CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile,
+		ServerName: c.TLSServerName, InsecureSkipVerify: c.TLSInsecureSkipVerify,
+	}.Build()
 }
 
 func checkHostPort(b string) error {
@@ -308,18 +292,6 @@ func readable(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-func loadCAPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificate found", path)
-	}
-	return pool, nil
 }
 
 func readPasswordFile(path string) (string, error) {
