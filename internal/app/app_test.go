@@ -42,13 +42,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // values before it connects to anything, with an app.UsageError (exit 2)
 // that names the flag, and the environment variable when one was used.
 func TestBadConfig(t *testing.T) {
-	tests := []struct {
-		name string
-		cmd  app.Command
-		args []string
-		env  map[string]string
-		want []string // substrings of the error
-	}{
+	tests := []badConfigCase{
 		{"router tiers not a duration", app.Router, []string{"--tiers", "1x"}, nil, []string{"--tiers", `"1x"`}},
 		{"router tiers twice", app.Router, []string{"--tiers", "5m,5m"}, nil, []string{"--tiers", "5m"}},
 		{"router tiers empty", app.Router, []string{"--tiers", ""}, nil, []string{"--tiers"}},
@@ -83,7 +77,26 @@ func TestBadConfig(t *testing.T) {
 		{"unknown command", app.Hourglass, []string{"nope"}, nil, []string{`"nope"`}},
 		{"no command", app.Hourglass, nil, nil, []string{"no command"}},
 	}
-	// Known bugs, by case: remove the entry with the fix.
+	checkBadConfig(t, tests, func(t *testing.T, stdout string) {
+		if strings.Contains(stdout, "configuration is valid") {
+			t.Errorf("stdout says the configuration is valid:\n%s", stdout)
+		}
+	})
+}
+
+// badConfigCase is a command line and environment that cmd must refuse.
+type badConfigCase struct {
+	name string
+	cmd  app.Command
+	args []string
+	env  map[string]string
+	want []string // substrings of the error
+}
+
+// checkBadConfig runs each case: cmd must fail with an app.UsageError whose
+// text contains every want; checkStdout looks at what it printed.
+func checkBadConfig(t *testing.T, tests []badConfigCase, checkStdout func(t *testing.T, stdout string)) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for k, v := range tt.env {
@@ -99,9 +112,7 @@ func TestBadConfig(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
 			}
-			if strings.Contains(stdout, "configuration is valid") {
-				t.Errorf("stdout says the configuration is valid:\n%s", stdout)
-			}
+			checkStdout(t, stdout)
 		})
 	}
 }

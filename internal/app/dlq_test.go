@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -107,20 +106,15 @@ func TestDLQ(t *testing.T) {
 
 // TestDLQBadArgs: a missing subcommand and bad flags are usage errors.
 func TestDLQBadArgs(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{nil, "list or replay"},
-		{[]string{"purge"}, "list or replay"},
-		{[]string{"list", "--format", "xml"}, "--format"},
-		{[]string{"replay", "--to", "bad topic"}, "--to"},
-		{[]string{"list", "--since", "-1h"}, "--since"},
-	} {
-		_, _, err := run(t, app.DLQ, tc.args...)
-		var ue app.UsageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want a usage error naming %s", tc.args, err, tc.want)
+	checkBadConfig(t, []badConfigCase{
+		{"no subcommand", app.DLQ, nil, nil, []string{"list or replay"}},
+		{"unknown subcommand", app.DLQ, []string{"purge"}, nil, []string{"list or replay"}},
+		{"list format", app.DLQ, []string{"list", "--format", "xml"}, nil, []string{"--format"}},
+		{"replay to a bad topic", app.DLQ, []string{"replay", "--to", "bad topic"}, nil, []string{"--to"}},
+		{"list since negative", app.DLQ, []string{"list", "--since", "-1h"}, nil, []string{"--since"}},
+	}, func(t *testing.T, stdout string) {
+		if stdout != "" {
+			t.Errorf("stdout is not empty:\n%s", stdout)
 		}
-	}
+	})
 }

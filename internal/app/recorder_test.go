@@ -34,13 +34,7 @@ import (
 // one was used).
 func TestRecorderReportBadConfig(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no", "such", "dir", "r.html")
-	tests := []struct {
-		name string
-		cmd  app.Command
-		args []string
-		env  map[string]string
-		want []string // substrings of the error
-	}{
+	tests := []badConfigCase{
 		{"recorder zero batch", app.Recorder, []string{"--batch-rows", "0"}, nil, []string{"--batch-rows", "0"}},
 		{"recorder flush interval not a duration", app.Recorder, []string{"--flush-interval", "abc"}, nil, []string{"--flush-interval", `"abc"`}},
 		{"recorder retry max below min", app.Recorder, []string{"--retry-min", "1s", "--retry-max", "1ms"}, nil, []string{"--retry-max"}},
@@ -71,26 +65,11 @@ func TestRecorderReportBadConfig(t *testing.T) {
 		{"report clickhouse database from env", app.Report, nil, map[string]string{"HOURGLASS_CLICKHOUSE_DATABASE": "a;b"}, []string{"--clickhouse-database", "HOURGLASS_CLICKHOUSE_DATABASE"}},
 		{"report extra argument", app.Report, []string{"--since", "1h", "extra"}, nil, []string{"extra"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			stdout, _, err := run(t, tt.cmd, tt.args...)
-			var ue app.UsageError
-			if !errors.As(err, &ue) {
-				t.Fatalf("error %T %v, want an app.UsageError", err, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-			if stdout != "" {
-				t.Errorf("stdout is not empty:\n%s", stdout)
-			}
-		})
-	}
+	checkBadConfig(t, tests, func(t *testing.T, stdout string) {
+		if stdout != "" {
+			t.Errorf("stdout is not empty:\n%s", stdout)
+		}
+	})
 	// Every problem is reported at once.
 	_, _, err := run(t, app.Recorder, "--batch-rows", "0", "--clickhouse-addr", "x", "--clickhouse-database", "1")
 	for _, flag := range []string{"--batch-rows", "--clickhouse-addr", "--clickhouse-database"} {
