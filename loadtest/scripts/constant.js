@@ -4,24 +4,9 @@
 //
 //   RATE (200/s), DURATION (20s), BROKERS, TIERS (1s,2s,5s,10s), MAX_DELAY
 //   (10s), PAID (0.2; needs STORE_URL), MIX, MANIFEST, VUS, MAX_VUS; see lib.js.
-import { env, num, scheduleOne, finish, thresholds, summaryTrendStats } from './lib.js';
+import { constantOptions, scheduleOne, finish } from './lib.js';
 
-const rate = num('RATE', 200);
-
-export const options = {
-  scenarios: {
-    constant: {
-      executor: 'constant-arrival-rate',
-      rate,
-      timeUnit: '1s',
-      duration: env('DURATION', '20s'),
-      preAllocatedVUs: num('VUS', Math.max(10, Math.ceil(rate / 100))),
-      maxVUs: num('MAX_VUS', Math.max(50, Math.ceil(rate / 20))),
-    },
-  },
-  thresholds,
-  summaryTrendStats,
-};
+export const options = constantOptions('constant', 200, '20s');
 
 export default function () {
   scheduleOne();

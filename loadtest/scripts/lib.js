@@ -109,3 +109,24 @@ export const thresholds = {
 };
 
 export const summaryTrendStats = ['avg', 'p(50)', 'p(90)', 'p(99)', 'max'];
+
+// constantOptions are the k6 options of a constant arrival rate of RATE
+// tasks per second for DURATION, with rate and duration defaulting to the
+// script's own; scenario names the scenario in k6's output.
+export function constantOptions(scenario, defRate, defDuration) {
+  const rate = num('RATE', defRate);
+  return {
+    scenarios: {
+      [scenario]: {
+        executor: 'constant-arrival-rate',
+        rate,
+        timeUnit: '1s',
+        duration: env('DURATION', defDuration),
+        preAllocatedVUs: num('VUS', Math.max(10, Math.ceil(rate / 100))),
+        maxVUs: num('MAX_VUS', Math.max(50, Math.ceil(rate / 20))),
+      },
+    },
+    thresholds,
+    summaryTrendStats,
+  };
+}
