@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,55 +214,66 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, topic string, from tim
 		return nil, err
 	}
 	defer adm.Close()
-	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	// Where each partition's range begins and ends: partitions with nothing
+	// in it are not read at all.
+	ka := kadm.NewClient(adm)
+	ends, err := ka.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dlq: end offsets of %s: %w", topic, err)
 	}
+	var starts kadm.ListedOffsets
+	if from.IsZero() {
+		starts, err = ka.ListStartOffsets(ctx, topic)
+	} else {
+		starts, err = ka.ListOffsetsAfterMilli(ctx, from.UnixMilli(), topic)
+	}
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dlq: start offsets of %s: %w", topic, err)
+	}
 	left := map[int32]int64{} // partition -> end offset still to reach
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
+	read := map[int32]kgo.Offset{}
+	ends.Each(func(end kadm.ListedOffset) {
+		if s, ok := starts.Lookup(topic, end.Partition); ok && s.Offset < end.Offset {
+			left[end.Partition] = end.Offset
+			read[end.Partition] = kgo.NewOffset().At(s.Offset)
 		}
 	})
 	if len(left) == 0 {
 		return nil, nil
 	}
-	start := kgo.NewOffset().AtStart()
-	if !from.IsZero() {
-		start = kgo.NewOffset().AfterMilli(from.UnixMilli())
-	}
-	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start))...)
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: read}))...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	var out []deadLetter
 	for len(left) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Every offset below an end offset is a record here (nothing
+		// transactional is produced to the dead-letter topic), so a
+		// partition that yields nothing for long is unreachable.
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		if err := fs.Err0(); errors.Is(err, context.DeadlineExceeded) {
-			// Nothing for 10s: the partitions left have no records after
-			// --since.
-			break
+		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			return out, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets", topic, slices.Sorted(maps.Keys(left)))
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			r := it.Next()
 			end, ok := left[r.Partition]
-			if !ok {
+			if !ok || r.Offset >= end {
 				continue
 			}
 			if r.Offset+1 >= end {
 				delete(left, r.Partition)
-			}
-			if r.Offset >= end {
-				continue
 			}
 			if d := readDeadLetter(r); match(d) {
 				out = append(out, d)
@@ -331,8 +343,8 @@ func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, t
 			return fmt.Errorf("dlq replay: %w", err)
 		}
 	}
-	for t, n := range byTopic {
-		fmt.Fprintf(w, "%s %d to %s\n", verb, n, t)
+	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+		fmt.Fprintf(w, "%s %d to %s\n", verb, byTopic[t], t)
 	}
 	fmt.Fprintf(w, "%s %d, skipped %d that break the record contract\n", verb, len(recs), skipped)
 	return nil

@@ -32,7 +32,8 @@ func TestDLQ(t *testing.T) {
 	defer cancel()
 	due := tiers.FormatMillis(time.Now().Add(-time.Minute))
 	h := func(k string, v []byte) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: v} }
-	gaveUp := &kgo.Record{Topic: "d.dlq", Key: []byte("42"), Value: []byte(`{"order":42}`), Headers: []kgo.RecordHeader{
+	// Dead-lettered two hours ago (the record time --since goes by).
+	gaveUp := &kgo.Record{Topic: "d.dlq", Key: []byte("42"), Value: []byte(`{"order":42}`), Timestamp: time.Now().Add(-2 * time.Hour), Headers: []kgo.RecordHeader{
 		h(tiers.HeaderDue, due), h(tiers.HeaderKind, []byte("order-timeout")), h(tiers.HeaderAttempt, []byte("10")),
 		h(tiers.HeaderDeadline, due), h("x-trace", []byte("t42")),
 		h(tiers.HeaderReason, []byte("retries_exhausted: attempt 10 of 10: connection refused")),
@@ -63,6 +64,10 @@ func TestDLQ(t *testing.T) {
 		if first[k] != want {
 			t.Errorf("list: %s = %v, want %v", k, first[k], want)
 		}
+	}
+	stdout, _, err = run(t, app.DLQ, append([]string{"list", "--since", "1h"}, base...)...)
+	if err != nil || !strings.Contains(stdout, "1 dead letters") || strings.Contains(stdout, "retries_exhausted") {
+		t.Errorf("list --since 1h: %v, want only the recent dead letter\n%s", err, stdout)
 	}
 	stdout, _, err = run(t, app.DLQ, append([]string{"list", "--reason", "due_missing"}, base...)...)
 	if err != nil || !strings.Contains(stdout, "1 dead letters") || !strings.Contains(stdout, "43") {
