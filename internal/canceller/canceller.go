@@ -408,7 +408,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 			reason = reasonRetriesExhausted
 			err = fmt.Errorf("attempt %d of %d: %w", task.Attempt, c.cfg.MaxAttempts, err)
 		}
-		ev.Outcome, ev.Error = outcome.Failed, err.Error()
+		ev.Outcome, ev.Error = string(closer.Failed), err.Error()
 		c.log.Warn("close failed; dead letter", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "reason", reason, "err", err)
 		dl := tiers.DeadLetter(r, c.cfg.DeadLetter, fmt.Errorf("%s: %w", reason, err), now)
 		dl.Headers = tiers.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(fmt.Sprint(task.Attempt)))

@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, kinds []string) *metrics {
 	// Start the series alerts divide by at zero.
 	for _, kind := range kinds {
 		for _, o := range []string{string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped),
-			string(closer.NotFound), outcome.Retry, outcome.Failed} {
+			string(closer.NotFound), outcome.Retry, string(closer.Failed)} {
 			m.closes.WithLabelValues(kind, o)
 		}
 		m.duration.WithLabelValues(kind)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -170,7 +171,7 @@ type Totals struct {
 func (v *View) Totals(ctx context.Context, lateThreshold time.Duration) (Totals, error) {
 	q := fmt.Sprintf("SELECT toInt64(count()), toInt64(uniqExact(task_id)), toInt64(sum(copies - 1)),"+
 		" toInt64(countIf(%s AND lateness_ms > %d)), toInt64(countIf(outcome = %s)) FROM (%s)",
-		finalIn(), lateThreshold.Milliseconds(), quote(outcome.Failed), v.sub)
+		finalIn(), lateThreshold.Milliseconds(), quote(string(closer.Failed)), v.sub)
 	var t Totals
 	err := v.s.query(ctx, "totals", q, func(scan func(...any) error) error {
 		return scan(&t.Attempts, &t.Tasks, &t.Duplicates, &t.Late, &t.Failed)
@@ -246,7 +247,7 @@ func (v *View) Late(ctx context.Context, threshold time.Duration, limit int) ([]
 	q := fmt.Sprintf("SELECT task_id, kind, outcome, detail, error, attempt, hops, path, scheduled_ms, due_ms, deadline_ms,"+
 		" forwarded_ms, closed_ms, lateness_ms, instance, topic, `partition`, `offset`, copies FROM (%s)"+
 		" WHERE (%s AND lateness_ms > %d) OR outcome = %s ORDER BY closed_ms DESC, topic, `partition`, `offset` LIMIT %d",
-		v.sub, finalIn(), threshold.Milliseconds(), quote(outcome.Failed), limit)
+		v.sub, finalIn(), threshold.Milliseconds(), quote(string(closer.Failed)), limit)
 	var out []Attempt
 	err := v.s.query(ctx, "late attempts", q, func(scan func(...any) error) error {
 		var a Attempt
@@ -287,7 +288,7 @@ func (v *View) Timeline(ctx context.Context, bucket time.Duration) ([]Bucket, er
 	q := fmt.Sprintf("SELECT intDiv(closed_ms, %d) * %d AS t, toInt64(countIf(%s)),"+
 		" quantilesExactIf(0.5, 0.99)(lateness_ms, %s), maxIf(lateness_ms, %s),"+
 		" toInt64(countIf(outcome = %s)), toInt64(countIf(outcome = %s))"+
-		" FROM (%s) GROUP BY t ORDER BY t", b, b, fin, fin, fin, quote(outcome.Failed), quote(outcome.Retry), v.sub)
+		" FROM (%s) GROUP BY t ORDER BY t", b, b, fin, fin, fin, quote(string(closer.Failed)), quote(outcome.Retry), v.sub)
 	var out []Bucket
 	err := v.s.query(ctx, "timeline", q, func(scan func(...any) error) error {
 		var k Bucket

@@ -36,7 +36,9 @@ const (
 	Skipped Outcome = "skipped"
 	// NotFound: no such task in the store. Nothing changed.
 	NotFound Outcome = "not_found"
-	// Failed: the close failed; the error says why.
+	// Failed: the close failed; the error says why. In an outcome event it
+	// marks an attempt that failed for good (the task was dead-lettered);
+	// one that will be retried is outcome.Retry.
 	Failed Outcome = "failed"
 )
 

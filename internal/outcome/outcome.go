@@ -18,7 +18,7 @@ type Event struct {
 	V           int    `json:"v"`
 	TaskID      string `json:"task_id"`
 	Kind        string `json:"kind"`
-	Outcome     string `json:"outcome"`          // closer.Outcome, Retry or Failed
+	Outcome     string `json:"outcome"`          // a closer.Outcome, or Retry
 	Detail      string `json:"detail,omitempty"` // e.g. the state that made a close skip
 	Error       string `json:"error,omitempty"`
 	Attempt     int    `json:"attempt"`
@@ -41,16 +41,12 @@ type Event struct {
 	Offset    int64  `json:"offset"`
 }
 
-// Outcomes of an attempt besides the closer's final ones (closed,
-// already_closed, skipped, not_found).
-const (
-	// Retry: the close failed with a retryable error and the task was
-	// rescheduled for another attempt.
-	Retry = "retry"
-	// Failed: the close failed for good (a permanent error, or the last
-	// attempt) and the task went to the dead-letter topic.
-	Failed = "failed"
-)
+// Retry is the outcome of an attempt that failed with a retryable error:
+// the task was rescheduled for another attempt. The other outcomes are the
+// closer's (closer.Outcome): closed, already_closed, skipped, not_found,
+// and failed for an attempt that failed for good (the task went to the
+// dead-letter topic).
+const Retry = "retry"
 
 // Marshal encodes e.
 func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }

@@ -99,7 +99,7 @@ func PercentilesOf(vs []int64) Percentiles {
 // final reports whether an outcome ends a task's attempts.
 func final(o string) bool {
 	switch o {
-	case string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped), string(closer.NotFound), outcome.Failed:
+	case string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped), string(closer.NotFound), string(closer.Failed):
 		return true
 	}
 	return false
@@ -192,7 +192,7 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 			example("early", e.ID)
 		}
 		wrong := (e.Paid && !skippedPaid) ||
-			(!e.Paid && (ev.Outcome == string(closer.Skipped) || ev.Outcome == outcome.Failed))
+			(!e.Paid && (ev.Outcome == string(closer.Skipped) || ev.Outcome == string(closer.Failed)))
 		if wrong {
 			r.WrongOutcome++
 			example("wrong_outcome", e.ID)
