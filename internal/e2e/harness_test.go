@@ -298,6 +298,35 @@ func (c *collector) seen() int {
 	return len(c.events)
 }
 
+// finals returns how many tasks have a final outcome (closed,
+// already_closed, skipped, not_found).
+func (c *collector) finals() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, evs := range c.events {
+		if slices.ContainsFunc(evs, func(e outcome.Event) bool { return closer.Outcome(e.Outcome).Final() }) {
+			n++
+		}
+	}
+	return n
+}
+
+// retries returns how many retry outcomes were read.
+func (c *collector) retries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, evs := range c.events {
+		for _, e := range evs {
+			if e.Outcome == outcome.Retry {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // count returns how many outcome events were read.
 func (c *collector) count() int {
 	c.mu.Lock()

@@ -112,8 +112,8 @@ func TestDatabaseOutage(t *testing.T) {
 
 	// Closes fail while the database is down: wait until the orders have
 	// failed five times, and so gone through the delay tiers five times.
-	if err := waitFor(ctx, t, func() bool { return retriesSeen(col) >= 5*orders }); err != nil {
-		t.Fatalf("%d retries while the database is down, want %d: %v", retriesSeen(col), 5*orders, err)
+	if err := waitFor(ctx, t, func() bool { return col.retries() >= 5*orders }); err != nil {
+		t.Fatalf("%d retries while the database is down, want %d: %v", col.retries(), 5*orders, err)
 	}
 	outage := time.Since(down)
 	callsDown := counted.calls.Load()
@@ -122,20 +122,10 @@ func TestDatabaseOutage(t *testing.T) {
 	pg.Start(t)
 	up := time.Now()
 
-	// Every order gets its final outcome once the database is back.
-	final := func() int {
-		col.mu.Lock()
-		defer col.mu.Unlock()
-		n := 0
-		for id, evs := range col.events {
-			if id != "not-a-number" && slices.ContainsFunc(evs, func(e outcome.Event) bool { return closer.Outcome(e.Outcome).Final() }) {
-				n++
-			}
-		}
-		return n
-	}
-	if err := waitFor(ctx, t, func() bool { return final() == orders }); err != nil {
-		t.Fatalf("%d of %d orders have a final outcome %v after the database came back: %v", final(), orders, time.Since(up), err)
+	// Every order gets its final outcome once the database is back (the
+	// poison record fails, which is not final).
+	if err := waitFor(ctx, t, func() bool { return col.finals() == orders }); err != nil {
+		t.Fatalf("%d of %d orders have a final outcome %v after the database came back: %v", col.finals(), orders, time.Since(up), err)
 	}
 	recovered := time.Since(up)
 	if err := waitFor(ctx, t, func() bool {
@@ -229,21 +219,6 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	t.Logf("outage %v: %d close attempts (%.1f per order), %d retries, highest attempt %d; process CPU %v during the outage (kfake, router and canceller); all %d orders final %v after the database came back",
 		outage, callsDown, float64(callsDown)/float64(orders+1), retries, maxAttempt, cpu.Round(time.Millisecond), orders, recovered.Round(time.Millisecond))
-}
-
-// retriesSeen counts the retry outcomes c has read.
-func retriesSeen(c *collector) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, evs := range c.events {
-		for _, e := range evs {
-			if e.Outcome == outcome.Retry {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // readAll returns every record of topic at the time of the call.

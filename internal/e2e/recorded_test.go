@@ -91,22 +91,8 @@ func TestRecordedOutcomes(t *testing.T) {
 	}
 	srv.Stop()
 	stoppedAt := col.count()
-	finals := func() int {
-		col.mu.Lock()
-		defer col.mu.Unlock()
-		n := 0
-		for _, evs := range col.events {
-			for _, e := range evs {
-				if closer.Outcome(e.Outcome).Final() {
-					n++
-					break
-				}
-			}
-		}
-		return n
-	}
-	if err := waitFor(ctx, t, func() bool { return finals() == orders }); err != nil {
-		t.Fatalf("%d of %d orders final while ClickHouse is down: %v", finals(), orders, err)
+	if err := waitFor(ctx, t, func() bool { return col.finals() == orders }); err != nil {
+		t.Fatalf("%d of %d orders final while ClickHouse is down: %v", col.finals(), orders, err)
 	}
 	t.Logf("ClickHouse stopped after %d outcome events; %d events by the time every order was final", stoppedAt, col.count())
 	srv.Start()
