@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 			pc.Fallbacks = nil // TLS is required: no plaintext fallback
 		}
 		where = fmt.Sprintf("postgres at %s/%s", net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))), pc.Database)
-		db = stdlib.OpenDB(*pc)
+		db = stdlib.OpenDB(*pc, stdlib.OptionShouldPing(shouldPing))
 	case DriverMySQL:
 		mc, err := mysql.ParseDSN(dsn)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -640,4 +641,55 @@ func BenchmarkClose(b *testing.B) {
 	if n := errs.Load(); n > 0 {
 		b.Fatalf("%d closes failed or did not close", n)
 	}
+}
+
+// TestCloseAfterServerEndsConnections has Postgres end the closer's pooled
+// connections (as a restart, a failover or an idle-session timeout does)
+// right after they were used: the next closes must find the connections dead
+// before using them and work on new ones, not fail with "unexpected EOF".
+func TestCloseAfterServerEndsConnections(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, sqlcloser.DriverPostgres)
+	app := strings.ReplaceAll(b.table, ".", "_")
+	cfg := b.config()
+	cfg.DSN.Value = withParam(b.dsn, "application_name", app)
+	for i := range int64(20) {
+		b.insert(t, i, "UNPAID", time.Time{})
+	}
+	c := newCloser(t, cfg)
+	for round := range int64(4) {
+		// Fill the pool with connections used just now.
+		runConcurrently(t, 5, func(i int) (closer.Result, error) { return closeOne(t, c, id(round*5+int64(i))) })
+		var ended int
+		if err := b.db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		if ended == 0 {
+			t.Fatalf("round %d: no connection of %s to end", round, app)
+		}
+		poll.Until(t, 10*time.Second, "the server to end the closer's connections", func() bool {
+			var left int
+			return b.db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&left) == nil && left == 0
+		}, nil)
+		// Every order of this round is closed: a close on a dead
+		// connection would fail instead of reporting already_closed.
+		for i := range int64(5) {
+			res, err := closeOne(t, c, id(round*5+i))
+			if err != nil || res.Outcome != closer.AlreadyClosed {
+				t.Fatalf("round %d: close %d on a pool whose connections the server ended = %+v, %v; want already_closed", round, round*5+i, res, err)
+			}
+		}
+	}
+}
+
+// withParam adds a connection parameter to a Postgres DSN in URL or
+// keyword/value form.
+func withParam(dsn, key, value string) string {
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return dsn + " " + key + "=" + value
+	case strings.Contains(dsn, "?"):
+		return dsn + "&" + key + "=" + value
+	}
+	return dsn + "?" + key + "=" + value
 }
