@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Defaults of the consumer settings every Hourglass consumer shares.
+const (
+	// DefaultSessionTimeout is how long the group waits for a member that
+	// stopped heartbeating before it gives the member's partitions to
+	// others: what a dead (not restarted) instance costs in lateness. It is
+	// the smallest session timeout a Kafka broker accepts with its default
+	// group.min.session.timeout.ms; Kafka's own default, 45s, would hold a
+	// crashed router's deadlines for 45 seconds. A restarted instance with
+	// an instance id takes its partitions back at once, whatever this is.
+	DefaultSessionTimeout = 6 * time.Second
+	// DefaultMaxDecompressBatchBytes caps what one fetched record batch may
+	// decompress to. A batch produced within the broker's default
+	// message.max.bytes (1 MiB) by a client with ordinary batch sizes
+	// stays far below it; franz-go's own default, 1 GiB, lets a 35 kB zstd
+	// batch take 256 MiB of memory.
+	DefaultMaxDecompressBatchBytes = 16 << 20
+)
+
+// Group is how a service joins its consumer group. The zero value is a
+// dynamic member with the default session timeout.
+type Group struct {
+	// Name is the consumer group; required.
+	Name string
+	// Topics are the topics consumed; required.
+	Topics []string
+	// InstanceID makes the member static (KIP-345): a member restarted with
+	// the same id within the session timeout gets its partitions back
+	// without a rebalance, and so without waiting for the session timeout.
+	// Two running members must never share an id. Empty: a dynamic member.
+	InstanceID string
+	// SessionTimeout is the group session timeout; default
+	// DefaultSessionTimeout. Heartbeats go every third of it, at most every
+	// 3s.
+	SessionTimeout time.Duration
+	// MaxDecompressBatchBytes caps a fetched batch's decompressed size;
+	// default DefaultMaxDecompressBatchBytes. A larger batch is reported by
+	// the poll as a *kgo.ErrDecompressTooLarge and its partition stops
+	// until the consumer skips the batch (see SkipBatch).
+	MaxDecompressBatchBytes int
+}
+
+// Opts returns the consumer options every Hourglass group consumer shares:
+//
+//   - the group, its topics, and a new group starting at the oldest record
+//     (a deadline scheduled before the first consumer started fires too);
+//   - manual commits only: Kafka's autocommit would commit records still
+//     held in memory (DESIGN.md invariant 2);
+//   - rebalance callbacks only between polls (BlockRebalanceOnPoll), so a
+//     revoke never races the taking of a poll's records;
+//   - read committed: a record of an aborted transaction never fires
+//     (invariant 6);
+//   - the decompression cap, the session timeout with heartbeats well
+//     within it, and the instance id when set.
+func (g Group) Opts() []kgo.Opt {
+	session := g.SessionTimeout
+	if session == 0 {
+		session = DefaultSessionTimeout
+	}
+	maxBatch := g.MaxDecompressBatchBytes
+	if maxBatch == 0 {
+		maxBatch = DefaultMaxDecompressBatchBytes
+	}
+	opts := append(ReaderOpts(maxBatch),
+		kgo.ConsumerGroup(g.Name),
+		kgo.ConsumeTopics(g.Topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(session),
+		// A short session expires a healthy member between two heartbeats
+		// unless they come well within it.
+		kgo.HeartbeatInterval(min(3*time.Second, session/3)),
+	)
+	if g.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(g.InstanceID))
+	}
+	return opts
+}
+
+// ReaderOpts returns the options of any client that reads Hourglass topics,
+// in a group or not (the dlq tool, watchers, the load test's verify): read
+// committed, and batches capped at maxBatch decompressed bytes (0 means
+// DefaultMaxDecompressBatchBytes).
+func ReaderOpts(maxBatch int) []kgo.Opt {
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxDecompressBatchBytes
+	}
+	return []kgo.Opt{
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.MaxDecompressBatchBytes(maxBatch),
+	}
+}
+
+// SkipBatch moves cl past a batch the poll refused as too large to
+// decompress, which otherwise stops its partition for good, and returns the
+// refused batch. It returns nil when err is not such a refusal.
+func SkipBatch(cl *kgo.Client, err error) *kgo.ErrDecompressTooLarge {
+	tooLarge, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err)
+	if !ok {
+		return nil
+	}
+	cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{
+		tooLarge.Topic: {tooLarge.Partition: {Epoch: tooLarge.Epoch, Offset: tooLarge.NextOffset}},
+	})
+	return tooLarge
+}
