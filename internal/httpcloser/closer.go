@@ -121,7 +121,9 @@ func (c *Closer) Stop() error {
 // JSON body names another outcome. 408, 425, 429, 5xx answers, network
 // errors and timeouts are retryable errors (marked with closer.RetryAfter
 // when the answer has a Retry-After header); any other answer is a
-// closer.Permanent error.
+// closer.Permanent error. A task whose id or kind would put a dot segment
+// into the URL path (see dotSegment) is a closer.Permanent error, and no
+// request is sent.
 func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
 	target := c.url.expand(t.ID, t.Kind)
 	where := fmt.Sprintf("http close task %q: %s %s", t.ID, c.method, target)
@@ -131,6 +133,10 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 	idem := "hourglass:" + t.Kind + ":" + t.ID
 	if !validHeaderValue(idem) {
 		return closer.Result{}, closer.Permanent(fmt.Errorf("%s: the task id or kind has a control character, which cannot be sent in %s", where, HeaderIdempotencyKey))
+	}
+	if seg, ok := dotSegment(target); ok {
+		return closer.Result{}, closer.Permanent(fmt.Errorf("%s: refused: the task id or kind puts the dot segment %q into the URL path "+
+			"(%%2F and '\\' count as separators, as some proxies decode them), which servers and proxies resolve to another path", where, seg))
 	}
 	auth, err := c.authorization(false)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -313,7 +314,7 @@ func TestPathEscaping(t *testing.T) {
 		got <- [2]string{r.URL.Path, r.URL.Query().Get("order")}
 	})
 	c := newTestCloser(t, Config{URL: ts.URL + "/orders/{id}/close?order={id}"}, nil)
-	for _, id := range []string{"plain", "a/b", "with space", "../../admin", "q?x=1&y=#frag", "100%", "ünï/cødé", "+plus"} {
+	for _, id := range []string{"plain", "a/b", "with space", "q?x=1&y=#frag", "100%", "ünï/cødé", "+plus", "..a/b..", "%2e%2e"} {
 		if _, err := c.Close(t.Context(), task(id, 1)); err != nil {
 			t.Fatalf("Close(%q): %v", id, err)
 		}
@@ -325,6 +326,111 @@ func TestPathEscaping(t *testing.T) {
 			t.Errorf("id %q: query value %q", id, g[1])
 		}
 	}
+}
+
+// TestDotSegments: a task id or kind that would put a "." or ".." segment
+// into the URL path, as it stands or once a proxy decodes %2F, %5C or %2E,
+// is refused with a permanent error before any request is sent, since
+// servers and proxies that normalise paths would send the close elsewhere
+// (POST /api/orders/../cancel is POST /api/cancel to them). Percent-encoded
+// dots in an id stay encoded; the query is not a path and takes any id; ids
+// that merely contain dots arrive intact.
+func TestDotSegments(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		uris []string // request URIs as sent
+	)
+	ts := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		uris = append(uris, r.RequestURI)
+		mu.Unlock()
+		io.WriteString(w, `{"outcome":"closed","detail":"`+strings.ReplaceAll(r.URL.Path, `"`, "")+`"}`)
+	})
+	received := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		got := uris
+		uris = nil
+		return got
+	}
+	for _, tc := range []struct {
+		name, url, id, kind string
+		// wantPath is the decoded path the server sees; "" means the
+		// close is refused and nothing is sent.
+		wantPath string
+		// wantRaw is in the request URI as sent.
+		wantRaw string
+	}{
+		{name: "dot dot", url: "/api/orders/{id}/cancel", id: ".."},
+		{name: "dot", url: "/api/orders/{id}/cancel", id: "."},
+		{name: "dot dot at the end", url: "/api/orders/{id}", id: ".."},
+		{name: "dot dot through an escaped slash", url: "/api/orders/{id}/cancel", id: "../../admin"},
+		{name: "dot dot after an escaped slash", url: "/api/orders/{id}/cancel", id: "42/.."},
+		{name: "dot in the middle of escaped slashes", url: "/api/orders/{id}/cancel", id: "a/./b"},
+		{name: "dot dot through an escaped backslash", url: "/api/orders/{id}/cancel", id: `..\admin`},
+		{name: "dot dot in a partial segment through a slash", url: "/api/orders/o-{id}/cancel", id: "/.."},
+		{name: "dot dot kind", url: "/api/{kind}/{id}", id: "42", kind: ".."},
+		{name: "dot dot id in the query too", url: "/api/orders/{id}/cancel?order={id}", id: ".."},
+
+		{name: "plain", url: "/api/orders/{id}/cancel", id: "42", wantPath: "/api/orders/42/cancel"},
+		{name: "dot dot in the query only", url: "/api/cancel?order={id}", id: "..", wantPath: "/api/cancel"},
+		{name: "dot dot in a partial segment", url: "/api/orders/o-{id}/cancel", id: "..", wantPath: "/api/orders/o-../cancel"},
+		{name: "three dots", url: "/api/orders/{id}/cancel", id: "...", wantPath: "/api/orders/.../cancel"},
+		{name: "dots and letters", url: "/api/orders/{id}/cancel", id: "..a", wantPath: "/api/orders/..a/cancel"},
+		{name: "encoded dot dot stays encoded", url: "/api/orders/{id}/cancel", id: "%2e%2e", wantPath: "/api/orders/%2e%2e/cancel",
+			wantRaw: "/api/orders/%252e%252e/cancel"},
+		{name: "mixed encoded dots stay encoded", url: "/api/orders/{id}/cancel", id: ".%2E", wantPath: "/api/orders/.%2E/cancel",
+			wantRaw: "/api/orders/.%252E/cancel"},
+		{name: "encoded slash stays encoded", url: "/api/orders/{id}/cancel", id: "%2F..%2F", wantPath: "/api/orders/%2F..%2F/cancel"},
+		{name: "slash", url: "/api/orders/{id}/cancel", id: "a/b", wantPath: "/api/orders/a/b/cancel",
+			wantRaw: "/api/orders/a%2Fb/cancel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestCloser(t, Config{URL: ts.URL + tc.url}, nil)
+			tk := task(tc.id, 1)
+			if tc.kind != "" {
+				tk.Kind = tc.kind
+			}
+			res, err := c.Close(t.Context(), tk)
+			got := received()
+			for _, uri := range got {
+				if seg, ok := normalisable(uri); ok {
+					t.Errorf("the server received %q, whose path has the dot segment %q once decoded", uri, seg)
+				}
+			}
+			if tc.wantPath == "" {
+				if errKind(err) != "permanent" || !strings.Contains(err.Error(), "dot segment") || !strings.Contains(err.Error(), strconv.Quote(tc.id)) {
+					t.Errorf("Close(%q) = %+v, %v; want a permanent error about a dot segment naming the id", tc.id, res, err)
+				}
+				if len(got) > 0 {
+					t.Errorf("Close(%q) sent %q; want no request", tc.id, got)
+				}
+				return
+			}
+			if err != nil || res != (closer.Result{Outcome: closer.Closed, Detail: tc.wantPath}) {
+				t.Errorf("Close(%q) = %+v, %v; want closed at %s", tc.id, res, err, tc.wantPath)
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.wantRaw) {
+				t.Errorf("Close(%q) sent %q; want one request with %q", tc.id, got, tc.wantRaw)
+			}
+		})
+	}
+}
+
+// normalisable reports a "." or ".." segment in the path of a request URI
+// decoded once, taking '/' and '\' as separators: what a proxy or server
+// that decodes before it resolves dot segments would see.
+func normalisable(uri string) (string, bool) {
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return uri, true
+	}
+	for _, seg := range strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return seg, true
+		}
+	}
+	return "", false
 }
 
 // authServer accepts only the Authorization value in want.

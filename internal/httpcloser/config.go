@@ -56,7 +56,12 @@ const secretTTL = 10 * time.Second
 type Config struct {
 	// URL is the address of the close, a template: {id} is replaced by the
 	// task id and {kind} by the task kind, each escaped for where it stands
-	// (path escaping before the '?', query escaping after it). The scheme is
+	// (path escaping before the '?', query escaping after it). A task whose
+	// id or kind would make a "." or ".." path segment (".." itself, or
+	// "../x" once a proxy decodes the escaped '/') is refused with a
+	// permanent error, since servers and proxies that resolve dot segments
+	// would send it to another path; in the query any id is sent. A path
+	// with a dot segment of its own is refused here. The scheme is
 	// http or https; credentials in the URL are refused (use BearerToken or
 	// BasicAuth), and the URL appears in errors and logs, so it must hold no
 	// secret. Required.
@@ -268,6 +273,9 @@ func parseTemplate(raw string) (urlTemplate, error) {
 	if err != nil {
 		return t, fmt.Errorf("%q with a sample id is not a URL: %v", raw, errors.Unwrap(err))
 	}
+	if seg, ok := dotSegmentOf(u); ok {
+		return t, fmt.Errorf("%q has the dot segment %q in its path, which servers and proxies resolve; write the path it stands for", raw, seg)
+	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return t, fmt.Errorf("%q: the scheme must be http or https", raw)
@@ -288,6 +296,33 @@ func (t urlTemplate) expand(id, kind string) string {
 		s += strings.NewReplacer(PlaceholderID, url.QueryEscape(id), PlaceholderKind, url.QueryEscape(kind)).Replace(t.query)
 	}
 	return s
+}
+
+// dotSegment reports the first segment of target's path that servers and
+// proxies resolve as a dot segment: "." or "..", in the path decoded once
+// and split at '/' and '\'. Decoded, because some proxies decode %2F and
+// %2E before they resolve dot segments (nginx does), so that an id "../x",
+// sent as "..%2Fx", still climbs a level; '\', because some servers take
+// it for '/'. An id "%2e%2e" is sent as "%252e%252e": one decoding gives
+// "%2e%2e", no dot segment. A target that does not parse has none: the
+// request cannot be made, and says so.
+func dotSegment(target string) (string, bool) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", false
+	}
+	return dotSegmentOf(u)
+}
+
+// dotSegmentOf is dotSegment of a parsed URL.
+func dotSegmentOf(u *url.URL) (string, bool) {
+	// u.Path is the path decoded once.
+	for _, seg := range strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return seg, true
+		}
+	}
+	return "", false
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2).

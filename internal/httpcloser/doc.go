@@ -23,7 +23,18 @@
 //	User-Agent: hourglass
 //	Authorization: Bearer <token> | Basic <user:password>   when configured
 //
-// plus Config.Headers. A task can be delivered more than once (after a crash
+// plus Config.Headers.
+//
+// Placed in the path, the escaped id stays one segment ("a/b" is sent as
+// a%2Fb, "%2e" as %252e), but a segment "." or ".." would be resolved by
+// servers and proxies that normalise paths: POST /api/orders/../cancel is
+// POST /api/cancel to them. A task whose id or kind makes such a segment,
+// as it stands or once the escaped '/', '\' and '.' are decoded (as nginx
+// does before it resolves dot segments), is refused with a permanent error
+// and no request: it goes to the dead-letter topic as close_failed. Ids in
+// the query are sent whatever they hold.
+//
+// A task can be delivered more than once (after a crash
 // or a retry), so the endpoint must be idempotent: closing a closed order
 // answers 409 or 2xx with {"outcome": "already_closed"}, never an error.
 //
