@@ -3,6 +3,7 @@ package sqlcloser_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -615,9 +616,14 @@ func TestCloseOutage(t *testing.T) {
 
 // BenchmarkClose measures closes per second against the shared Postgres
 // with about 50 closes in flight, as the canceller runs them.
-func BenchmarkClose(b *testing.B) {
-	bb := newBundle(b, sqlcloser.DriverPostgres)
-	bb.exec(b, `INSERT INTO `+bb.table+` (id, status) SELECT g, 'UNPAID' FROM generate_series(1, $1::int) g`, b.N)
+func BenchmarkClose(b *testing.B) { benchmarkClose(b, sqlcloser.DriverPostgres) }
+
+// BenchmarkCloseMySQL is BenchmarkClose against the shared MySQL/MariaDB.
+func BenchmarkCloseMySQL(b *testing.B) { benchmarkClose(b, sqlcloser.DriverMySQL) }
+
+func benchmarkClose(b *testing.B, driver string) {
+	bb := newBundle(b, driver)
+	bb.seed(b, b.N)
 	cfg := bb.config()
 	cfg.MaxOpenConns = 20
 	c := newCloser(b, cfg)
@@ -640,6 +646,27 @@ func BenchmarkClose(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "closes/s")
 	if n := errs.Load(); n > 0 {
 		b.Fatalf("%d closes failed or did not close", n)
+	}
+}
+
+// seed inserts the unpaid orders 1 to n.
+func (b *bundle) seed(t testing.TB, n int) {
+	t.Helper()
+	if b.driver == sqlcloser.DriverPostgres {
+		b.exec(t, `INSERT INTO `+b.table+` (id, status) SELECT g, 'UNPAID' FROM generate_series(1, $1::int) g`, n)
+		return
+	}
+	const batch = 1000
+	for first := 1; first <= n; first += batch {
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO ` + b.table + ` (id, status) VALUES `)
+		for i := first; i < first+batch && i <= n; i++ {
+			if i > first {
+				sb.WriteString(", ")
+			}
+			fmt.Fprintf(&sb, "(%d, 'UNPAID')", i)
+		}
+		b.exec(t, sb.String())
 	}
 }
 
