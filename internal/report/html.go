@@ -8,11 +8,16 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
 )
 
 // WriteHTML writes r as one self-contained HTML page: inline CSS, inline
 // SVG charts drawn here (an outcome bar chart and lateness over time), and
-// no script, stylesheet, font or image from anywhere else.
+// no script, stylesheet, font or image from anywhere else. Strings from
+// events are HTML-escaped, and written through cli.Quote first as in the
+// text report: html/template leaves control and bidi characters as they
+// are, and a bidi override would reorder a cell in the browser too.
 func (r *Report) WriteHTML(w io.Writer) error {
 	return page.Execute(w, htmlData{
 		R:        r,
@@ -30,17 +35,19 @@ type htmlData struct {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"q":       cli.Quote,
 	"ms":      ms,
 	"bms":     bucketMs,
 	"time":    func(t time.Time) string { return t.Format(timeLayout) },
 	"attempt": func(t time.Time) string { return t.Format(attemptTime) },
-	"tier":    tierName,
-	"none":    orNone,
+	"tier":    func(t string) string { return cli.Quote(tierName(t)) },
+	"none":    func(s string) string { return cli.Quote(orNone(s)) },
 	"why": func(a Attempt) string {
-		if a.Error != "" {
-			return a.Error
+		why := a.Error
+		if why == "" {
+			why = orNone(a.Detail)
 		}
-		return orNone(a.Detail)
+		return cli.Quote(spaced(why)) // the browser shows white space as one space anyway
 	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -70,7 +77,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #424a53; }
 </head>
 <body>
 <h1>Hourglass report</h1>
-<p class="sub">{{time .R.From}} to {{time .R.To}} UTC ({{.Window}}) &middot; database {{.R.Database}} &middot; generated {{time .R.Generated}} UTC</p>
+<p class="sub">{{time .R.From}} to {{time .R.To}} UTC ({{.Window}}) &middot; database {{q .R.Database}} &middot; generated {{time .R.Generated}} UTC</p>
 {{with .R.Summary}}
 <div class="cards">
 <div class="card"><div class="v">{{.Attempts}}</div><div class="k">attempts</div></div>
@@ -89,19 +96,19 @@ svg text { font: 11px system-ui, sans-serif; fill: #424a53; }
 {{.Outcomes}}
 {{if .R.Counts}}<table>
 <tr><th>kind</th><th>outcome</th><th>attempts</th><th>duplicate rows</th></tr>
-{{range .R.Counts}}<tr><td>{{.Kind}}</td><td>{{.Outcome}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.DuplicateRows}}</td></tr>
+{{range .R.Counts}}<tr><td>{{q .Kind}}</td><td>{{q .Outcome}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.DuplicateRows}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Lateness over time</h2>
 {{.Timeline}}
 <h2>Lateness of final attempts by first tier and kind</h2>
 {{if .R.Lateness}}<table>
 <tr><th>first tier</th><th>kind</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>
-{{range .R.Lateness}}<tr><td>{{tier .Tier}}</td><td>{{.Kind}}</td><td class="n">{{.Count}}</td><td class="n">{{ms .P50}}</td><td class="n">{{ms .P90}}</td><td class="n">{{ms .P99}}</td><td class="n">{{ms .P999}}</td><td class="n">{{ms .Max}}</td></tr>
+{{range .R.Lateness}}<tr><td>{{tier .Tier}}</td><td>{{q .Kind}}</td><td class="n">{{.Count}}</td><td class="n">{{ms .P50}}</td><td class="n">{{ms .P90}}</td><td class="n">{{ms .P99}}</td><td class="n">{{ms .P999}}</td><td class="n">{{ms .Max}}</td></tr>
 {{end}}</table>{{else}}<p class="empty">No final attempts in this window.</p>{{end}}
 <h2>Latest late (over {{ms .R.LateThresholdMs}}) or failed attempts</h2>
 {{if .R.Late}}<table>
 <tr><th>closed (UTC)</th><th>task</th><th>kind</th><th>outcome</th><th>lateness</th><th>attempt</th><th>path</th><th>error or detail</th></tr>
-{{range .R.Late}}<tr><td>{{attempt .Closed}}</td><td>{{.TaskID}}</td><td>{{.Kind}}</td><td>{{.Outcome}}</td><td class="n">{{ms .LatenessMs}}</td><td class="n">{{.Attempt}}</td><td>{{none .Path}}</td><td class="err">{{why .}}</td></tr>
+{{range .R.Late}}<tr><td>{{attempt .Closed}}</td><td>{{q .TaskID}}</td><td>{{q .Kind}}</td><td>{{q .Outcome}}</td><td class="n">{{ms .LatenessMs}}</td><td class="n">{{.Attempt}}</td><td>{{none .Path}}</td><td class="err">{{why .}}</td></tr>
 {{end}}</table>{{else}}<p class="empty">None.</p>{{end}}
 <h2>Timeline ({{ms .R.BucketMs}} buckets)</h2>
 {{if .R.Timeline}}<table>
@@ -138,9 +145,9 @@ func outcomeChart(counts []OutcomeCount) string {
 		if !ok {
 			color = "#8250df"
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, label-8, y+barH/2+4, html.EscapeString(c.Outcome))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, label-8, y+barH/2+4, html.EscapeString(cli.Quote(c.Outcome)))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" rx="3" fill="%s"><title>%s: %d</title></rect>`,
-			label, y, math.Max(w, 1), barH, color, html.EscapeString(c.Outcome), c.Attempts)
+			label, y, math.Max(w, 1), barH, color, html.EscapeString(cli.Quote(c.Outcome)), c.Attempts)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%d</text>`, float64(label)+math.Max(w, 1)+6, y+barH/2+4, c.Attempts)
 	}
 	b.WriteString(`</svg>`)

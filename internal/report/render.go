@@ -1,12 +1,15 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
 )
 
 // Formats of Render.
@@ -32,11 +35,18 @@ func (r *Report) Render(w io.Writer, format string) error {
 	return fmt.Errorf("report: unknown format %q: want text, json or html", format)
 }
 
-// WriteJSON writes r as indented JSON.
+// WriteJSON writes r as indented JSON, with the runes a terminal may act on
+// that encoding/json leaves raw (bidi controls, C1 controls) as \u escapes
+// (cli.EscapeJSON).
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	_, err := w.Write(cli.EscapeJSON(b.Bytes()))
+	return err
 }
 
 // ms formats milliseconds as a duration: 1500 is "1.5s".
@@ -58,11 +68,14 @@ func tierName(t string) string {
 	return t
 }
 
-// WriteText writes r as plain text with aligned tables.
+// WriteText writes r as plain text with aligned tables. Every string that
+// comes from events (task ids, kinds, outcomes, tiers, paths, errors) is
+// written through cli.Quote, so none can reach a terminal with a control
+// character or break a row.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	s := r.Summary
-	fmt.Fprintf(&b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), r.Database)
+	fmt.Fprintf(&b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), cli.Quote(r.Database))
 	fmt.Fprintf(&b, "Attempts %d (tasks %d): final %d, retried %d, failed %d; late (over %s) %d; duplicate rows ignored %d\n",
 		s.Attempts, s.Tasks, s.Final, s.Retried, s.Failed, ms(r.LateThresholdMs), s.Late, s.DuplicateRows)
 	if s.Lateness.Count > 0 {
@@ -88,19 +101,19 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	var rows [][]string
 	for _, o := range r.Outcomes {
-		rows = append(rows, []string{o.Outcome, fmt.Sprint(o.Attempts)})
+		rows = append(rows, []string{cli.Quote(o.Outcome), fmt.Sprint(o.Attempts)})
 	}
 	table("Outcomes", "OUTCOME\tATTEMPTS", rows)
 
 	rows = nil
 	for _, c := range r.Counts {
-		rows = append(rows, []string{c.Kind, c.Outcome, fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
+		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(c.Outcome), fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
 	}
 	table("Attempts by kind and outcome", "KIND\tOUTCOME\tATTEMPTS\tDUPLICATE ROWS", rows)
 
 	rows = nil
 	for _, l := range r.Lateness {
-		rows = append(rows, []string{tierName(l.Tier), l.Kind, fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
+		rows = append(rows, []string{cli.Quote(tierName(l.Tier)), cli.Quote(l.Kind), fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
 	}
 	table("Lateness of final attempts by first tier and kind", "TIER\tKIND\tCOUNT\tP50\tP90\tP99\tP99.9\tMAX", rows)
 
@@ -113,7 +126,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		if why == "" {
 			why = noneLabel
 		}
-		rows = append(rows, []string{a.Closed.Format(attemptTime), a.TaskID, a.Kind, a.Outcome, ms(a.LatenessMs), fmt.Sprint(a.Attempt), orNone(a.Path), oneLine(why)})
+		rows = append(rows, []string{a.Closed.Format(attemptTime), cli.Quote(a.TaskID), cli.Quote(a.Kind), cli.Quote(a.Outcome),
+			ms(a.LatenessMs), fmt.Sprint(a.Attempt), cli.Quote(orNone(a.Path)), cli.Quote(oneLine(why))})
 	}
 	table(fmt.Sprintf("Latest %d late (over %s) or failed attempts, newest first", r.Limit, ms(r.LateThresholdMs)),
 		"CLOSED (UTC)\tTASK\tKIND\tOUTCOME\tLATENESS\tATTEMPT\tPATH\tERROR OR DETAIL", rows)
@@ -143,11 +157,16 @@ func orNone(s string) string {
 	return s
 }
 
-// oneLine keeps a table row on one line and bounds its length.
+// oneLine keeps a table row on one line and bounds its length: runs of
+// white space (newlines too) become one space. Print it through cli.Quote:
+// control characters that are not white space stay.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = spaced(s)
 	if r := []rune(s); len(r) > 120 {
 		s = string(r[:119]) + "…"
 	}
 	return s
 }
+
+// spaced returns s with each run of white space as one space.
+func spaced(s string) string { return strings.Join(strings.Fields(s), " ") }

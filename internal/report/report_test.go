@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"html"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/chstore/chtest"
+	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/report"
 )
@@ -253,5 +256,63 @@ func TestHTMLEscapes(t *testing.T) {
 	}
 	if regexp.MustCompile(`<script|<img|<b>`).MatchString(buf.String()) {
 		t.Errorf("event text was not escaped:\n%s", buf.String())
+	}
+}
+
+// hostile is text a producer can put in an event: a screen clear, a carriage
+// return and a newline that would fake a row, a bidi override and a C1
+// control sequence introducer.
+const hostile = "k\x1b[2J\rFAKE\n\u202eevil\u009b1m"
+
+// rawControls returns the runes of s that a terminal may act on: anything
+// not graphic but the newlines that end lines.
+func rawControls(s string) []rune {
+	var bad []rune
+	for _, r := range s {
+		if r != '\n' && !unicode.IsGraphic(r) {
+			bad = append(bad, r)
+		}
+	}
+	return bad
+}
+
+// TestTerminalEscapes: text from events reaches no output as raw control
+// characters; the text and HTML reports show it as a Go literal, the JSON
+// report as escapes that decode to the original.
+func TestTerminalEscapes(t *testing.T) {
+	s := chtest.Open(t)
+	e := ev(hostile, hostile, "failed", hostile, time.Minute, 5000, 1)
+	e.Error = hostile
+	if err := s.Insert(context.Background(), []outcome.Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, s, report.Options{})
+	if len(r.Late) != 1 || r.Late[0].TaskID != hostile {
+		t.Fatalf("late attempts %+v, want the hostile one", r.Late)
+	}
+	for _, format := range report.Formats {
+		var buf bytes.Buffer
+		if err := r.Render(&buf, format); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if bad := rawControls(out); len(bad) > 0 {
+			t.Errorf("%s: raw control characters %q in:\n%s", format, bad, out)
+		}
+		switch format {
+		case report.FormatText:
+			if n := strings.Count(out, cli.Quote(hostile)); n < 4 { // task, kind, path, error; and in the tables by kind
+				t.Errorf("text: %d quoted hostile strings, want at least 4:\n%s", n, out)
+			}
+		case report.FormatHTML:
+			if !strings.Contains(out, html.EscapeString(cli.Quote(hostile))) {
+				t.Errorf("html: no quoted hostile task id:\n%s", out)
+			}
+		case report.FormatJSON:
+			var back report.Report
+			if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Late) != 1 || back.Late[0].TaskID != hostile {
+				t.Errorf("json: does not decode to the hostile task id (%v):\n%s", err, out)
+			}
+		}
 	}
 }
