@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -74,8 +75,10 @@ func goWatch(ctx context.Context, opts []kgo.Opt, topic string, t *tally) (stop 
 }
 
 // watchOutcomes consumes the outcomes topic from the start into t until ctx
-// is canceled.
+// is canceled. It reads committed events only (kafka.ReaderOpts); a batch
+// too large to decompress is skipped and logged.
 func watchOutcomes(ctx context.Context, opts []kgo.Opt, topic string, t *tally) error {
+	opts = append(slices.Clip(opts), kafka.ReaderOpts(0)...)
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return err
@@ -86,6 +89,12 @@ func watchOutcomes(ctx context.Context, opts []kgo.Opt, topic string, t *tally) 
 		if ctx.Err() != nil {
 			return nil
 		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if big := kafka.SkipBatch(cl, err); big != nil {
+				slog.Warn("watch outcomes: skipped a batch too large to decompress", "topic", topic, "partition", p,
+					"offset", big.Offset, "next_offset", big.NextOffset)
+			}
+		})
 		fs.EachRecord(func(r *kgo.Record) {
 			ev, err := outcome.Unmarshal(r.Value)
 			if err != nil {
