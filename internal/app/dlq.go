@@ -28,20 +28,31 @@ const dlqUsage = `hourglass dlq lists and replays dead letters.
   hourglass dlq replay [flags]   produce them again, for another close
 
 It reads the dead-letter topic from its start (or --since) up to its end when
-the command starts, without a consumer group, so it changes nothing there and
-can run while the pipeline runs.
+the command starts, committed records only, without a consumer group, so it
+changes nothing there and can run while the pipeline runs. Keys, kinds,
+reasons and sources come from whoever produced the records: the text output
+prints any that holds a control, bidi or other non-graphic character, or
+invalid UTF-8, as a Go string literal ("k\x1b[2J\u202e"), and the JSON output
+escapes them.
 
-replay sends each dead letter back to the topic it came from (its
-hourglass-dlq-source), or to --to, without the dead-letter headers and with the
-close attempt reset to 1: a task that failed to close is closed again (closes
-are idempotent). A record that breaks the record contract (a missing or bad
-hourglass-due, no key) would be rejected again, so replay skips it and says so:
-fix it and schedule it anew. Replaying twice closes twice, which an idempotent
-closer reports as already_closed.
+replay sends each dead letter back to the topic it came from, without the
+dead-letter headers and with the close attempt reset to 1: a task that failed
+to close is closed again (closes are idempotent). The topic it came from is
+what its hourglass-dlq-source header says, and anyone who can produce to the
+dead-letter topic can write that header, so replay trusts it only when it names
+a topic the pipeline reads: a delay topic of --topic-prefix and --tiers, or a
+target topic of --topics (the canceller's). A dead letter from any other
+topic, or whose hourglass-target names a topic outside --topics (the router
+would forward it there), is skipped and listed with the reason; --to names
+the destination of every replayed dead letter instead of their sources (the
+hourglass-target check still applies). A record that breaks the record
+contract (a missing or bad hourglass-due, no key) would be rejected again, so
+replay skips it too: fix it and schedule it anew. Replaying twice closes
+twice, which an idempotent closer reports as already_closed.
 
 Usage: hourglass dlq list|replay [flags]
 
-Flags (each has an environment variable; flags win):
+Flags (an environment variable, where a flag has one, is shown with it; flags win):
 `
 
 // deadLetter is one record of the dead-letter topic, as dlq list shows it.
@@ -87,22 +98,79 @@ func readDeadLetter(r *kgo.Record) deadLetter {
 	return d
 }
 
-// sourceTopic returns the topic of a "topic[partition]@offset" source.
-func sourceTopic(source string) string {
-	if i := strings.LastIndexByte(source, '['); i > 0 {
-		return source[:i]
+// sourceTopic returns the topic of a "topic[partition]@offset" source, or
+// why source is not one.
+func sourceTopic(source string) (string, error) {
+	bad := fmt.Errorf("%s %q is not topic[partition]@offset", tiers.HeaderSource, source)
+	topic, rest, ok := strings.Cut(source, "[")
+	if !ok {
+		return "", bad
 	}
-	return ""
+	partition, offset, ok := strings.Cut(rest, "]@")
+	if !ok || !digits(partition) || !digits(offset) {
+		return "", bad
+	}
+	if err := tiers.ValidTopic(topic); err != nil {
+		return "", fmt.Errorf("%s %q: %v", tiers.HeaderSource, source, err)
+	}
+	return topic, nil
 }
 
-// replayRecord returns the record that replays d to topic (its source when
-// topic is ""), or why it cannot be replayed.
-func replayRecord(d deadLetter, topic string, now time.Time) (*kgo.Record, error) {
-	if topic == "" {
-		topic = sourceTopic(d.Source)
+// digits reports whether s is a decimal number without sign.
+func digits(s string) bool {
+	if s == "" || len(s) > 19 {
+		return false
 	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// replayRule says where dead letters may be replayed.
+type replayRule struct {
+	// to, when set, is the destination of every dead letter.
+	to string
+	// sources are the topics a dead letter may name as its source to be
+	// replayed there: the delay topics and the targets.
+	sources map[string]bool
+	// targets are the topics a hourglass-target may name.
+	targets map[string]bool
+}
+
+// newReplayRule returns the rule of the delay topics of prefix and table,
+// the target topics targets, and the destination to ("" for each dead
+// letter's source).
+func newReplayRule(prefix string, table tiers.Table, targets []string, to string) replayRule {
+	r := replayRule{to: to, sources: map[string]bool{}, targets: map[string]bool{}}
+	for _, t := range table.Topics(prefix) {
+		r.sources[t] = true
+	}
+	for _, t := range targets {
+		r.sources[t] = true
+		r.targets[t] = true
+	}
+	return r
+}
+
+// replayRecord returns the record that replays d under rule, or why it
+// cannot be replayed.
+func replayRecord(d deadLetter, rule replayRule, now time.Time) (*kgo.Record, error) {
+	topic := rule.to
 	if topic == "" {
-		return nil, fmt.Errorf("no %s header and no --to", tiers.HeaderSource)
+		if d.Source == "" {
+			return nil, fmt.Errorf("no %s header and no --to", tiers.HeaderSource)
+		}
+		src, err := sourceTopic(d.Source)
+		if err != nil {
+			return nil, err
+		}
+		if !rule.sources[src] {
+			return nil, fmt.Errorf("source topic %q is neither a delay topic of --tiers nor a target of --topics, so %s may be forged: if the canceller consumes it, add it to --topics; or name the destination with --to", src, tiers.HeaderSource)
+		}
+		topic = src
 	}
 	hs := make([]kgo.RecordHeader, 0, len(d.rec.Headers))
 	for _, h := range d.rec.Headers {
@@ -113,8 +181,14 @@ func replayRecord(d deadLetter, topic string, now time.Time) (*kgo.Record, error
 		hs = append(hs, h)
 	}
 	r := &kgo.Record{Topic: topic, Key: d.rec.Key, Value: d.rec.Value, Headers: hs, Timestamp: now}
-	if _, err := tiers.DecodeRecord(r); err != nil {
+	m, err := tiers.DecodeRecord(r)
+	if err != nil {
 		return nil, err
+	}
+	// The router forwards a record to its hourglass-target; a delay topic
+	// is a way to any topic unless the target is one of ours.
+	if m.Target != "" && !rule.targets[m.Target] {
+		return nil, fmt.Errorf("%s %q is not a target of --topics", tiers.HeaderTarget, m.Target)
 	}
 	return r, nil
 }
@@ -130,16 +204,18 @@ func DLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	sub, args := args[0], args[1:]
 	var (
-		kc     kafka.Config
-		prefix string
-		topic  string
-		reason string
-		key    string
-		since  time.Duration
-		limit  int
-		format string
-		to     string
-		dryRun bool
+		kc       kafka.Config
+		prefix   string
+		topic    string
+		reason   string
+		key      string
+		since    time.Duration
+		limit    int
+		format   string
+		to       string
+		dryRun   bool
+		tierList string
+		topics   []string
 	)
 	fs := cli.NewFlagSet("dlq "+sub, dlqUsage)
 	fs.SetOutput(stderr)
@@ -150,10 +226,11 @@ func DLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&key, "key", "", "", "only the dead letters of this task `id`")
 	fs.DurationVar(&since, "since", "", 0, "only dead letters of the last `duration` (0: all)")
 	fs.IntVar(&limit, "limit", "", 0, "stop after this many matches (0: no limit)")
-	if sub == "list" {
-		fs.StringVar(&format, "format", "", "text", "output: text or json (one object per line)")
-	} else {
-		fs.StringVar(&to, "to", "", "", "replay to this `topic` instead of each record's source")
+	fs.StringVar(&format, "format", "", "text", "output: text or json (one object per line)")
+	if sub == "replay" {
+		fs.StringVar(&tierList, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")
+		fs.StringsVar(&topics, "topics", env("topics"), nil, "target `topics` the canceller consumes, comma-separated (default <prefix>cancel): a dead letter from one of them replays there")
+		fs.StringVar(&to, "to", "", "", "replay every dead letter to this `topic`, whatever its source")
 		fs.BoolVar(&dryRun, "dry-run", "", false, "print what would be replayed, produce nothing")
 	}
 	if err := parseArgs(fs, args); err != nil {
@@ -177,8 +254,23 @@ func DLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if limit < 0 {
 		errs.add("limit", "%d: must not be negative", limit)
 	}
-	if format != "text" && format != "json" && sub == "list" {
+	if format != "text" && format != "json" {
 		errs.add("format", "%q: want text or json", format)
+	}
+	var rule replayRule
+	if sub == "replay" {
+		table := errs.tiers("tiers", tierList)
+		if len(topics) == 0 {
+			topics = []string{tiers.CancelTopic(prefix)}
+		}
+		for _, t := range topics {
+			if err := tiers.ValidTopic(t); err != nil {
+				errs.add("topics", "%v", err)
+			} else if t == topic {
+				errs.add("topics", "%s is the dead-letter topic", t)
+			}
+		}
+		rule = newReplayRule(prefix, table, topics, to)
 	}
 	if err := fs.Explain(errs); err != nil {
 		return UsageError{err}
@@ -195,20 +287,24 @@ func DLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	match := func(d deadLetter) bool {
 		return (reason == "" || d.Reason == reason) && (key == "" || d.Key == key)
 	}
-	found, err := scanDeadLetters(ctx, opts, topic, from, limit, match)
+	found, err := scanDeadLetters(ctx, opts, stderr, topic, from, limit, match)
 	if err != nil {
 		return err
 	}
 	if sub == "list" {
 		return printDeadLetters(stdout, found, format)
 	}
-	return replay(ctx, opts, stdout, found, to, dryRun)
+	return replay(ctx, opts, stdout, found, rule, format, dryRun)
 }
 
 // scanDeadLetters reads topic from from (its start when zero) up to its end
 // offsets at the call, and returns the records match accepts, at most limit
-// (0: no limit).
-func scanDeadLetters(ctx context.Context, opts []kgo.Opt, topic string, from time.Time, limit int, match func(deadLetter) bool) ([]deadLetter, error) {
+// (0: no limit). It reads committed records only (kafka.ReaderOpts), and
+// its end offsets are the last stable offsets, so a transaction still open
+// neither shows nor holds the scan up. A batch too large to decompress is
+// skipped and reported on stderr.
+func scanDeadLetters(ctx context.Context, opts []kgo.Opt, stderr io.Writer, topic string, from time.Time, limit int, match func(deadLetter) bool) ([]deadLetter, error) {
+	opts = append(slices.Clip(opts), kafka.ReaderOpts(0)...)
 	adm, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -217,7 +313,7 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, topic string, from tim
 	// Where each partition's range begins and ends: partitions with nothing
 	// in it are not read at all.
 	ka := kadm.NewClient(adm)
-	ends, err := ka.ListEndOffsets(ctx, topic)
+	ends, err := ka.ListCommittedOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -247,16 +343,27 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, topic string, from tim
 	if len(left) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: read}))...)
+	// Control records (the commit and abort markers of transactions) are
+	// kept: they take offsets too, and a partition whose last offsets are
+	// a marker, or aborted records and their marker, ends on the marker.
+	cl, err := kgo.NewClient(append(opts, kgo.KeepControlRecords(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: read}))...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	// reached notes that partition p got to offset o.
+	reached := func(p int32, o int64) {
+		if end, ok := left[p]; ok && o >= end-1 {
+			delete(left, p)
+		}
+	}
 	var out []deadLetter
 	for len(left) > 0 {
-		// Every offset below an end offset is a record here (nothing
-		// transactional is produced to the dead-letter topic), so a
-		// partition that yields nothing for long is unreachable.
+		// Below its last stable offset every offset of a partition is a
+		// record, a marker, or an aborted record followed by its marker,
+		// so a partition that yields nothing for long is unreachable, or
+		// the marker of its last aborted records came after another
+		// producer's transaction began, which is still open.
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
@@ -264,16 +371,30 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, topic string, from tim
 			return out, ctx.Err()
 		}
 		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			return out, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets", topic, slices.Sorted(maps.Keys(left)))
+			return out, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets (unreachable, or held by an open transaction)", topic, slices.Sorted(maps.Keys(left)))
+		}
+		var fetchErr error
+		fs.EachError(func(_ string, p int32, err error) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			if big := kafka.SkipBatch(cl, err); big != nil {
+				fmt.Fprintf(stderr, "dlq: skipped the batch of %s[%d] at offsets %d to %d: it decompresses to more than %d bytes\n",
+					topic, p, big.Offset, big.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes)
+				reached(p, big.NextOffset-1)
+				return
+			}
+			fetchErr = errors.Join(fetchErr, fmt.Errorf("dlq: read %s[%d]: %w", topic, p, err))
+		})
+		if fetchErr != nil {
+			return out, fetchErr
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			r := it.Next()
 			end, ok := left[r.Partition]
-			if !ok || r.Offset >= end {
+			reached(r.Partition, r.Offset)
+			if !ok || r.Offset >= end || r.Attrs.IsControl() {
 				continue
-			}
-			if r.Offset+1 >= end {
-				delete(left, r.Partition)
 			}
 			if d := readDeadLetter(r); match(d) {
 				out = append(out, d)
@@ -286,11 +407,23 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, topic string, from tim
 	return out, nil
 }
 
+// writeJSONLine writes v as one line of JSON, with the runes a terminal may
+// act on that encoding/json leaves raw escaped (cli.EscapeJSON).
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(cli.EscapeJSON(b), '\n'))
+	return err
+}
+
+// printDeadLetters writes ds as a table (format text), every string from the
+// record through cli.Quote, or as one JSON object a line (format json).
 func printDeadLetters(w io.Writer, ds []deadLetter, format string) error {
 	if format == "json" {
-		enc := json.NewEncoder(w)
 		for _, d := range ds {
-			if err := enc.Encode(d); err != nil {
+			if err := writeJSONLine(w, d); err != nil {
 				return err
 			}
 		}
@@ -300,11 +433,11 @@ func printDeadLetters(w io.Writer, ds []deadLetter, format string) error {
 	fmt.Fprintln(tw, "DEAD AT\tKEY\tKIND\tATTEMPT\tREASON\tSOURCE\tDETAIL")
 	for _, d := range ds {
 		detail := d.Detail
-		if len(detail) > 120 {
-			detail = detail[:117] + "..."
+		if r := []rune(detail); len(r) > 120 {
+			detail = string(r[:117]) + "..."
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", time.UnixMilli(d.TimeMs).UTC().Format(time.RFC3339),
-			d.Key, d.Kind, d.Attempt, d.Reason, d.Source, detail)
+			cli.Quote(d.Key), cli.Quote(d.Kind), d.Attempt, cli.Quote(d.Reason), cli.Quote(d.Source), cli.Quote(detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -313,27 +446,51 @@ func printDeadLetters(w io.Writer, ds []deadLetter, format string) error {
 	return nil
 }
 
-func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, to string, dryRun bool) error {
+// replayed is one line of dlq replay --format json: what became of one dead
+// letter.
+type replayed struct {
+	Partition int32  `json:"partition"` // of the dead letter
+	Offset    int64  `json:"offset"`
+	Key       string `json:"key"`
+	Source    string `json:"source"`
+	Action    string `json:"action"`           // replayed, would_replay (--dry-run) or skipped
+	Topic     string `json:"topic,omitempty"`  // where it was, or would be, replayed
+	Reason    string `json:"reason,omitempty"` // why it was skipped
+}
+
+func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, rule replayRule, format string, dryRun bool) error {
 	var (
 		recs    []*kgo.Record
+		done    []replayed // of recs
 		skipped int
 		byTopic = map[string]int{}
 	)
+	verb, action := "replayed", "replayed"
+	if dryRun {
+		verb, action = "would replay", "would_replay"
+	}
 	now := time.Now()
 	for _, d := range ds {
-		r, err := replayRecord(d, to, now)
+		line := replayed{Partition: d.Partition, Offset: d.Offset, Key: d.Key, Source: d.Source}
+		r, err := replayRecord(d, rule, now)
 		if err != nil {
 			skipped++
-			fmt.Fprintf(w, "skip %s[%d]@%d key %q: %v\n", d.rec.Topic, d.Partition, d.Offset, d.Key, err)
+			line.Action, line.Reason = "skipped", err.Error()
+			if format == "json" {
+				if err := writeJSONLine(w, line); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(w, "skip %s[%d]@%d key %s: %s\n", d.rec.Topic, d.Partition, d.Offset, strconv.QuoteToGraphic(d.Key), cli.Quote(err.Error()))
+			}
 			continue
 		}
 		recs = append(recs, r)
+		line.Action, line.Topic = action, r.Topic
+		done = append(done, line)
 		byTopic[r.Topic]++
 	}
-	verb := "replayed"
-	if dryRun {
-		verb = "would replay"
-	} else if len(recs) > 0 {
+	if !dryRun && len(recs) > 0 {
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return err
@@ -343,9 +500,17 @@ func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, t
 			return fmt.Errorf("dlq replay: %w", err)
 		}
 	}
-	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
-		fmt.Fprintf(w, "%s %d to %s\n", verb, byTopic[t], t)
+	if format == "json" {
+		for _, line := range done {
+			if err := writeJSONLine(w, line); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	fmt.Fprintf(w, "%s %d, skipped %d that break the record contract\n", verb, len(recs), skipped)
+	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+		fmt.Fprintf(w, "%s %d to %s\n", verb, byTopic[t], cli.Quote(t))
+	}
+	fmt.Fprintf(w, "%s %d, skipped %d\n", verb, len(recs), skipped)
 	return nil
 }
