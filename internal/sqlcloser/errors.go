@@ -78,6 +78,9 @@ var mysqlPermanentNumbers = map[uint16]bool{
 	1064: true, // ER_PARSE_ERROR
 	1146: true, // ER_NO_SUCH_TABLE
 	1264: true, // ER_WARN_DATA_OUT_OF_RANGE
+	1267: true, // ER_CANT_AGGREGATE_2COLLATIONS: an id not valid in the connection charset
+	1270: true, // ER_CANT_AGGREGATE_3COLLATIONS
+	1271: true, // ER_CANT_AGGREGATE_NCOLLATIONS
 	1265: true, // WARN_DATA_TRUNCATED
 	1292: true, // ER_TRUNCATED_WRONG_VALUE
 	1366: true, // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD

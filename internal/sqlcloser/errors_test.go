@@ -73,6 +73,7 @@ func TestPermanent(t *testing.T) {
 		{"mysql incorrect integer value", my(1366, "HY000"), true},
 		{"mysql truncated wrong value", my(1292, "22007"), true},
 		{"mysql duplicate entry", my(1062, "23000"), true},
+		{"mysql illegal mix of collations", my(1267, "HY000"), true},
 		{"mysql unknown number, SQLSTATE class 22", my(9999, "22999"), true},
 		{"mysql unknown number and class", my(9999, "HY000"), false},
 	}
