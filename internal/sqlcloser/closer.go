@@ -21,9 +21,9 @@ import (
 type Closer struct {
 	cfg     Config
 	db      *sql.DB
-	close   statement
-	status  statement
-	release statement
+	close   *query
+	status  *query
+	release *query
 	// keyKind says how a task id is bound (see keyArg); with a custom
 	// close statement, Close binds it as given.
 	keyKind keyKind
@@ -44,7 +44,10 @@ const (
 
 // New validates cfg (with defaults applied), opens the connection pool and
 // pings the database with ctx, bounded by StatementTimeout. A ping failure
-// names the DSN's host and database, never its password.
+// names the DSN's host and database, never its password. For mysql it then
+// looks up the key column's type and, when the DSN sets
+// interpolateParams=true, the session's character set, which must be one
+// in which escaping is safe.
 func New(ctx context.Context, cfg Config) (*Closer, error) {
 	cfg = cfg.WithDefaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
@@ -60,8 +63,9 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 	}
 
 	var (
-		db    *sql.DB
-		where string
+		db          *sql.DB
+		where       string
+		interpolate bool // mysql interpolateParams=true
 	)
 	switch cfg.Driver {
 	case DriverPostgres:
@@ -93,7 +97,11 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 		}
 		mc.ParseTime = true
 		mc.Loc = time.UTC
-		mc.InterpolateParams = true
+		// InterpolateParams stays as the DSN sets it (false by default):
+		// the fixed statements run as prepared statements instead, one
+		// round trip each (see query). Validate refused interpolation
+		// with an unsafe charset in the DSN; New checks the session's.
+		interpolate = mc.InterpolateParams
 		if _, ok := mc.Params["time_zone"]; !ok {
 			if mc.Params == nil {
 				mc.Params = map[string]string{}
@@ -114,24 +122,41 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 	db.SetMaxIdleConns(cfg.MaxIdleConns)
 	db.SetConnMaxLifetime(cfg.ConnMaxLifetime)
 
+	// MySQL runs the fixed statements prepared; Postgres runs them in
+	// pgx's exec mode, one round trip without a named prepared statement.
+	prepare := cfg.Driver == DriverMySQL
 	c := &Closer{
 		cfg:     cfg,
 		db:      db,
-		close:   closeStatement(cfg),
-		status:  statusStatement(cfg),
-		release: releaseStatement(cfg),
+		close:   newQuery(closeStatement(cfg), prepare),
+		status:  newQuery(statusStatement(cfg), prepare),
+		release: newQuery(releaseStatement(cfg), prepare),
+	}
+	fail := func(format string, args ...any) (*Closer, error) {
+		_ = c.Stop()
+		return nil, fmt.Errorf("sql closer: "+format, args...)
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("sql closer: ping %s: %w", where, err)
+		return fail("ping %s: %w", where, err)
+	}
+	if interpolate {
+		if err := c.checkInterpolation(pctx); err != nil {
+			return fail("%s: dsn: %w", where, err)
+		}
 	}
 	if cfg.Driver == DriverMySQL {
 		if c.keyKind, err = c.mysqlKeyKind(pctx); err != nil {
-			_ = db.Close()
-			return nil, fmt.Errorf("sql closer: %s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
+			return fail("%s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
 		}
+	}
+	// Prepare the statements now, so that the first closes do not wait
+	// for it. A statement that cannot be prepared yet (the table is not
+	// there) is prepared again by the close that needs it, and fails
+	// there as it would run.
+	for _, q := range []*query{c.close, c.status, c.release} {
+		_, _ = q.prepared(pctx, db)
 	}
 	return c, nil
 }
@@ -143,11 +168,7 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 // parsed (strictly) from the task id. A table not found binds strings, and
 // the close then fails as the statement would.
 func (c *Closer) mysqlKeyKind(ctx context.Context) (keyKind, error) {
-	var schema any // nil: the DSN's database
-	table := c.cfg.Table
-	if s, t, ok := strings.Cut(table, "."); ok {
-		schema, table = s, t
-	}
+	schema, table := c.mysqlTable()
 	var dataType, columnType string
 	err := c.db.QueryRowContext(ctx,
 		`SELECT DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS
@@ -167,6 +188,15 @@ func (c *Closer) mysqlKeyKind(ctx context.Context) (keyKind, error) {
 		return keySigned, nil
 	}
 	return keyString, nil
+}
+
+// mysqlTable splits Config.Table for information_schema lookups: schema
+// is nil (the DSN's database) unless the table is schema-qualified.
+func (c *Closer) mysqlTable() (schema any, table string) {
+	if s, t, ok := strings.Cut(c.cfg.Table, "."); ok {
+		return s, t
+	}
+	return nil, c.cfg.Table
 }
 
 // keyArg is the task id as bound to statements.
@@ -189,7 +219,7 @@ func (c *Closer) keyArg(id string) (any, error) {
 }
 
 // bind returns the arguments of st.
-func (st statement) bind(key any) []any {
+func (st *statement) bind(key any) []any {
 	args := make([]any, len(st.args))
 	for i, a := range st.args {
 		switch a.kind {
@@ -248,7 +278,14 @@ func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
 	defer cancel()
 	var status sql.NullString
-	err := c.db.QueryRowContext(sctx, c.status.sql, c.status.bind(key)...).Scan(&status)
+	stmt, err := c.status.prepared(sctx, c.db)
+	switch {
+	case err != nil:
+	case stmt != nil:
+		err = stmt.QueryRowContext(sctx, c.status.bind(key)...).Scan(&status)
+	default:
+		err = c.db.QueryRowContext(sctx, c.status.sql, c.status.bind(key)...).Scan(&status)
+	}
 	return status, c.timedOut(ctx, err)
 }
 
@@ -261,7 +298,7 @@ func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
 // unique key column.
 func (c *Closer) update(ctx context.Context, key any) (int64, error) {
 	if c.release.sql == "" && c.cfg.CloseStatement == "" {
-		res, err := c.exec(ctx, c.db, c.close, key)
+		res, err := c.exec(ctx, nil, c.close, key)
 		if err != nil {
 			return 0, fmt.Errorf("update %s: %w", c.cfg.Table, err)
 		}
@@ -276,9 +313,19 @@ func (c *Closer) update(ctx context.Context, key any) (int64, error) {
 	}
 
 	// The transaction lives at most as long as its statements may:
-	// begin, close, release, commit.
-	tctx, cancel := context.WithTimeout(ctx, 4*c.cfg.StatementTimeout)
+	// prepare, begin, close, release, commit.
+	tctx, cancel := context.WithTimeout(ctx, 5*c.cfg.StatementTimeout)
 	defer cancel()
+	// Prepare before the transaction holds a connection (see
+	// query.prepared); a statement that does not prepare runs unprepared
+	// in the transaction, and fails there as it would.
+	for _, q := range []*query{c.close, c.release} {
+		if q.prepare && q.cached() == nil {
+			pctx, pcancel := context.WithTimeout(tctx, c.cfg.StatementTimeout)
+			_, _ = q.prepared(pctx, c.db)
+			pcancel()
+		}
+	}
 	tx, err := c.db.BeginTx(tctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("begin: %w", err)
@@ -311,16 +358,12 @@ func (c *Closer) update(ctx context.Context, key any) (int64, error) {
 	return n, nil
 }
 
-// execer is a *sql.DB or a *sql.Tx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// exec runs st, bounded by StatementTimeout.
-func (c *Closer) exec(ctx context.Context, db execer, st statement, key any) (sql.Result, error) {
+// exec runs q in tx, or on its own when tx is nil, bounded by
+// StatementTimeout.
+func (c *Closer) exec(ctx context.Context, tx *sql.Tx, q *query, key any) (sql.Result, error) {
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
 	defer cancel()
-	res, err := db.ExecContext(sctx, st.sql, st.bind(key)...)
+	res, err := q.exec(sctx, c.db, tx, q.bind(key))
 	return res, c.timedOut(ctx, err)
 }
 
@@ -350,9 +393,14 @@ func (c *Closer) wrap(ctx context.Context, op, id string, err error) error {
 	return err
 }
 
-// Stop closes the connection pool. The canceller calls it after its last
-// Close.
-func (c *Closer) Stop() error { return c.db.Close() }
+// Stop closes the prepared statements and the connection pool. The
+// canceller calls it after its last Close.
+func (c *Closer) Stop() error {
+	for _, q := range []*query{c.close, c.status, c.release} {
+		q.stop()
+	}
+	return c.db.Close()
+}
 
 // DB returns the connection pool.
 func (c *Closer) DB() *sql.DB { return c.db }

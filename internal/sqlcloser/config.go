@@ -53,10 +53,18 @@ type Config struct {
 	// default_query_exec_mode itself.
 	//
 	// mysql: a go-sql-driver DSN, user:pass@tcp(127.0.0.1:3306)/shop.
-	// parseTime=true and loc=UTC are forced, interpolateParams=true is set
-	// (one round trip per statement), and the session time_zone is set to
-	// '+00:00' unless the DSN sets time_zone: NOW() and the timestamps the
-	// closer reads and compares are UTC.
+	// parseTime=true and loc=UTC are forced, and the session time_zone is
+	// set to '+00:00' unless the DSN sets time_zone: NOW() and the
+	// timestamps the closer reads and compares are UTC. The close, status
+	// and release statements run as prepared statements (prepared once
+	// per connection, then one round trip each), the task id sent apart
+	// from the SQL text. interpolateParams=true, which has the driver
+	// escape arguments into the text instead, is accepted only when the
+	// connection's character set is utf8, utf8mb4, utf8mb3, latin1, ascii
+	// or binary: with charset=gbk, big5, sjis or cp932 an id can end its
+	// string literal and rewrite the statement. Another charset in the DSN
+	// (charset, character_set_client) is reported by Validate, another
+	// one in the session by New.
 	DSN conf.Secret `yaml:"dsn"`
 	// TLS, when set, replaces the DSN's own TLS settings and makes TLS
 	// required (no plaintext fallback). Default: the DSN's (sslmode, tls).
@@ -265,8 +273,12 @@ func parseDSN(driver, dsn string) error {
 			return err // pgconn redacts the password
 		}
 	case DriverMySQL:
-		if _, err := mysql.ParseDSN(dsn); err != nil {
+		mc, err := mysql.ParseDSN(dsn)
+		if err != nil {
 			return fmt.Errorf("not a go-sql-driver DSN (user:pass@tcp(host:3306)/db): %w", err)
+		}
+		if mc.InterpolateParams {
+			return checkInterpolationDSN(dsn)
 		}
 	}
 	return nil

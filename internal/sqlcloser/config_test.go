@@ -102,6 +102,36 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"dsn: not a go-sql-driver DSN"},
 		},
 		{
+			name: "mysql interpolation with a safe charset",
+			cfg: func() sqlcloser.Config {
+				c := my()
+				c.DSN.Value = myDSN + "?charset=utf8mb4,utf8&interpolateParams=true&character_set_client='latin1'"
+				return c
+			},
+		},
+		{
+			name: "mysql unsafe charset without interpolation",
+			cfg:  func() sqlcloser.Config { c := my(); c.DSN.Value = myDSN + "?charset=gbk"; return c },
+		},
+		{
+			name: "mysql interpolation with gbk",
+			cfg: func() sqlcloser.Config {
+				c := my()
+				c.DSN.Value = myDSN + "?charset=gbk&interpolateParams=true"
+				return c
+			},
+			want: []string{"dsn: interpolateParams=true with charset=gbk: "},
+		},
+		{
+			name: "mysql interpolation with a big5 session",
+			cfg: func() sqlcloser.Config {
+				c := my()
+				c.DSN.Value = myDSN + "?interpolateParams=true&CHARACTER_SET_CLIENT=big5"
+				return c
+			},
+			want: []string{"dsn: interpolateParams=true with CHARACTER_SET_CLIENT=big5: "},
+		},
+		{
 			name: "tls key without certificate",
 			cfg:  func() sqlcloser.Config { c := pg(); c.TLS.KeyFile = "/nonexistent/key.pem"; return c },
 			want: []string{"tls.cert_file and tls.key_file go together"},

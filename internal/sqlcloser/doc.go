@@ -27,8 +27,17 @@
 // the row lock orders the two, and the loser's condition no longer holds.
 //
 // MySQL uses ? placeholders, backquoted identifiers and
-// CURRENT_TIMESTAMP(6). MySQL and MariaDB compare an integer column with a
-// string as floating-point numbers (so '42abc' matches 42, and ids above
+// CURRENT_TIMESTAMP(6), and runs the close, status and release statements
+// as prepared statements: database/sql prepares each once per connection,
+// and a close is then one round trip, the task id sent apart from the SQL
+// text. The driver's interpolateParams=true, which escapes the id into the
+// text instead, is refused unless the connection's character set is utf8,
+// utf8mb4, utf8mb3, latin1, ascii or binary: in GBK, Big5, SJIS or CP932
+// the id "\xbf' OR 1=1 -- " escapes its quote and would close every order
+// (Validate reports such a charset in the DSN, New one set in the session).
+//
+// MySQL and MariaDB compare an integer column with a string as
+// floating-point numbers (so '42abc' matches 42, and ids above
 // 2^53 may match their neighbours), so New looks up the key column's type
 // and, for an integer column, binds the task id as an integer parsed
 // strictly; an id that does not parse is a permanent error.
