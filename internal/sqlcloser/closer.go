@@ -27,6 +27,11 @@ type Closer struct {
 	// keyKind says how a task id is bound (see keyArg); with a custom
 	// close statement, Close binds it as given.
 	keyKind keyKind
+	// keyUnique: New proved the key column unique (see keyIsUnique), so
+	// the default close changes at most one row and runs on its own, in
+	// autocommit. Otherwise it runs in a transaction that is rolled back
+	// when it changed more than one row.
+	keyUnique bool
 }
 
 var (
@@ -44,10 +49,10 @@ const (
 
 // New validates cfg (with defaults applied), opens the connection pool and
 // pings the database with ctx, bounded by StatementTimeout. A ping failure
-// names the DSN's host and database, never its password. For mysql it then
-// looks up the key column's type and, when the DSN sets
-// interpolateParams=true, the session's character set, which must be one
-// in which escaping is safe.
+// names the DSN's host and database, never its password. It then looks up
+// whether the key column is unique (see keyIsUnique) and, for mysql, the
+// key column's type and, when the DSN sets interpolateParams=true, the
+// session's character set, which must be one in which escaping is safe.
 func New(ctx context.Context, cfg Config) (*Closer, error) {
 	cfg = cfg.WithDefaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
@@ -149,6 +154,11 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 	if cfg.Driver == DriverMySQL {
 		if c.keyKind, err = c.mysqlKeyKind(pctx); err != nil {
 			return fail("%s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
+		}
+	}
+	if cfg.CloseStatement == "" {
+		if c.keyUnique, err = c.keyIsUnique(pctx); err != nil {
+			return fail("%s: look up the unique indexes of %s: %w", where, cfg.Table, err)
 		}
 	}
 	// Prepare the statements now, so that the first closes do not wait
@@ -291,13 +301,13 @@ func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
 
 // update runs the close statement and, when it changed a row, the release
 // statement, in one transaction, and returns the rows the close changed.
-// More than one is an error, and nothing is committed.
+// More than one is a permanent error, and nothing is committed.
 //
-// The default close statement without a release statement runs on its own
-// (autocommit: one round trip instead of three); it changes one row by the
-// unique key column.
+// The default close statement on a key column New proved unique, without a
+// release statement, runs on its own (autocommit: one round trip instead of
+// three); it changes at most one row.
 func (c *Closer) update(ctx context.Context, key any) (int64, error) {
-	if c.release.sql == "" && c.cfg.CloseStatement == "" {
+	if c.release.sql == "" && c.cfg.CloseStatement == "" && c.keyUnique {
 		res, err := c.exec(ctx, nil, c.close, key)
 		if err != nil {
 			return 0, fmt.Errorf("update %s: %w", c.cfg.Table, err)
@@ -343,8 +353,11 @@ func (c *Closer) update(ctx context.Context, key any) (int64, error) {
 	switch {
 	case n == 0:
 		return 0, nil // nothing to commit; the deferred rollback ends it
+	case n > 1 && c.cfg.CloseStatement == "":
+		return 0, closer.Permanent(fmt.Errorf("update %s: %d rows have this %s and are open; %s is not unique, and none was closed",
+			c.cfg.Table, n, c.cfg.KeyColumn, c.cfg.KeyColumn))
 	case n > 1:
-		return 0, closer.Permanent(fmt.Errorf("update %s: the close statement changed %d rows; it must change one",
+		return 0, closer.Permanent(fmt.Errorf("update %s: the close statement changed %d rows; it must change one, and none was closed",
 			c.cfg.Table, n))
 	}
 	if c.release.sql != "" {

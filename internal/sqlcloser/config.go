@@ -74,7 +74,13 @@ type Config struct {
 	// (shop.orders). Default "orders". Identifiers are quoted, so in
 	// Postgres they are case-sensitive: write them as stored.
 	Table string `yaml:"table"`
-	// KeyColumn holds the task id; it must be unique (the primary key).
+	// KeyColumn holds the task id; it should be unique (the primary key).
+	// New looks it up: when the key column is the primary key or has a
+	// unique index of its own (not partial, not on an expression), the
+	// default close is one UPDATE in autocommit. Otherwise (or when New
+	// cannot tell: a view, a table with inheritance children) it runs in
+	// a transaction, and a close that would change more than one row is
+	// rolled back and fails permanently, naming how many rows matched.
 	// Default "id".
 	KeyColumn string `yaml:"key_column"`
 	// StatusColumn holds the order state. Default "status".
@@ -90,6 +96,10 @@ type Config struct {
 	// CloseStatement replaces the default conditional update for unusual
 	// schemas. Its only parameter is the task id, written $1 (postgres) or
 	// ? (mysql); it must change one row when it closes and none otherwise.
+	// What it matches is its author's responsibility: New does not look
+	// at it. It runs in a transaction that is rolled back, with a
+	// permanent error, when it changed more than one row; rows a trigger
+	// or a cascade changes are not counted.
 	// The id is bound as a string, also to the status and release
 	// statements; for mysql compare it to an integer column through
 	// CAST(? AS UNSIGNED) or similar (MySQL compares an integer with a

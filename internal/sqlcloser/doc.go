@@ -11,12 +11,22 @@
 //	UPDATE "orders" SET "status" = $2, "closed_at" = now()
 //	WHERE "id" = $1 AND "status" IN ($3)        -- $2 = 'CLOSED', $3 = 'UNPAID'
 //
+// in autocommit, one round trip, when New proved the key column unique:
+// the primary key, or a unique index on exactly that column that is valid,
+// not partial and not on an expression (pg_index, or MySQL's
+// information_schema.STATISTICS). Otherwise (no such index, a view, a
+// table with inheritance children) the update runs in a transaction, and
+// when it changed more than one row it is rolled back and fails
+// permanently, naming how many rows matched: a duplicated id never closes
+// two orders.
+//
 // With a release statement (return the order's stock, say), the update and
 // the release run in one transaction, the release only when the update
 // changed the row: a closed order never keeps its stock, and stock is
 // returned exactly once. A custom close statement also runs in a
-// transaction, rolled back if it changed more than one row. One row
-// changed is closer.Closed. No row changed is followed by a status lookup
+// transaction, rolled back if it changed more than one row; what it
+// matches is its author's responsibility. One row changed is
+// closer.Closed. No row changed is followed by a status lookup
 // outside the transaction: no row is closer.NotFound, the closed status
 // closer.AlreadyClosed, anything else closer.Skipped with the status as
 // Result.Detail ("PAID").
