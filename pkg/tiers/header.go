@@ -54,6 +54,12 @@ const (
 	// HeaderDeadAt is set on dead letters: when the record was rejected,
 	// unix milliseconds.
 	HeaderDeadAt = "hourglass-dlq-time"
+	// HeaderTruncated is set on a dead letter that was cut to fit the
+	// dead-letter topic: what was cut and how many bytes it had (the
+	// value's original length, the bytes of the headers dropped, the key's
+	// original length), comma-separated: "value 990000",
+	// "value 2000,headers 40000,key 180000".
+	HeaderTruncated = "hourglass-dlq-truncated"
 )
 
 // Version is the contract version this package writes and reads.
@@ -312,20 +318,6 @@ outer:
 		}
 	}
 	return out
-}
-
-// DeadLetter returns the dead letter of r: same key, value and headers, on
-// topic, with HeaderReason (cause's text), HeaderSource (where r came from)
-// and HeaderDeadAt (now) set.
-func DeadLetter(r *kgo.Record, topic string, cause error, now time.Time) *kgo.Record {
-	return &kgo.Record{
-		Topic: topic, Key: r.Key, Value: r.Value, Timestamp: now,
-		Headers: SetHeaders(r.Headers,
-			kgo.RecordHeader{Key: HeaderReason, Value: []byte(cause.Error())},
-			kgo.RecordHeader{Key: HeaderSource, Value: fmt.Appendf(nil, "%s[%d]@%d", r.Topic, r.Partition, r.Offset)},
-			kgo.RecordHeader{Key: HeaderDeadAt, Value: FormatMillis(now)},
-		),
-	}
 }
 
 // ReasonOf returns the Reason of an *InvalidError in err's chain, or

@@ -12,8 +12,12 @@ const DefaultPrefix = "hourglass."
 // Topic returns the delay topic of tier d: prefix + "delay." + Name(d), for
 // example "hourglass.delay.30m".
 func Topic(prefix string, d time.Duration) string {
-	return prefix + "delay." + Name(d)
+	return DelayTopicPrefix(prefix) + Name(d)
 }
+
+// DelayTopicPrefix is what the name of every delay topic of prefix starts
+// with: prefix + "delay.".
+func DelayTopicPrefix(prefix string) string { return prefix + "delay." }
 
 // TierOf parses a delay topic name back into its tier. It reports false when
 // topic is not prefix + "delay." + a duration.
