@@ -5,8 +5,13 @@
 package outcome
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Version is the event schema version written in Event.V.
@@ -48,8 +53,75 @@ type Event struct {
 // dead-letter topic).
 const Retry = "retry"
 
-// Marshal encodes e.
-func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }
+// Limits of the text fields of an encoded event, in bytes before JSON
+// escaping: Marshal cuts longer ones (on a character boundary, ending in
+// "..."), so that an event always fits the outcomes topic, whatever the
+// record it reports on carried. A task id within the router's key limit
+// (tiers.DefaultMaxKeyBytes) is never cut; JSON escaping can make a field
+// up to six times as long, and an event stays below 64 KiB.
+const (
+	MaxTaskIDBytes   = 1024
+	MaxKindBytes     = 128
+	MaxDetailBytes   = 1024
+	MaxErrorBytes    = 2048
+	MaxPathBytes     = 1024
+	MaxInstanceBytes = 256
+	MaxTopicBytes    = 249
+)
+
+// Marshal encodes e, with its text fields cut to their limits (see
+// MaxTaskIDBytes). HTML characters are not escaped: an event is not HTML.
+func (e *Event) Marshal() ([]byte, error) {
+	c := *e
+	c.TaskID = clip(c.TaskID, MaxTaskIDBytes)
+	c.Kind = clip(c.Kind, MaxKindBytes)
+	c.Detail = clip(c.Detail, MaxDetailBytes)
+	c.Error = clip(c.Error, MaxErrorBytes)
+	c.Path = clip(c.Path, MaxPathBytes)
+	c.Instance = clip(c.Instance, MaxInstanceBytes)
+	c.Topic = clip(c.Topic, MaxTopicBytes)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&c); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// clip cuts s to at most n bytes on a rune boundary, ending the cut text in
+// "...".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	keep := n - len("...")
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + "..."
+}
+
+// HeaderSignature is the header of an outcome event that carries its
+// signature: the hex HMAC-SHA256 of the record's value under the key shared
+// by the canceller and the recorder (see Sign).
+const HeaderSignature = "hourglass-signature"
+
+// Sign returns the signature of an encoded event under key. With a key
+// configured, the canceller signs every event and the recorder stores only
+// events whose signature verifies: a record that reaches the outcomes topic
+// from anywhere else (a producer with write access, a misrouted record)
+// cannot rewrite the history of a deadline.
+func Sign(key, value []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(value)
+	return hex.AppendEncode(nil, m.Sum(nil))
+}
+
+// Verify reports whether sig is the signature of value under key.
+func Verify(key, value, sig []byte) bool {
+	return hmac.Equal(Sign(key, value), sig)
+}
 
 // Unmarshal decodes an event and checks its version.
 func Unmarshal(b []byte) (Event, error) {

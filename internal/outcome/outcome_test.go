@@ -3,7 +3,9 @@ package outcome
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // full is an Event with every field set.
@@ -151,4 +153,61 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, again)
 		}
 	})
+}
+
+// TestMarshalBounded: whatever a record carried, an encoded event stays
+// small: a 180 kB task id of "<" (which JSON's HTML escaping would make six
+// times longer) and a huge error are cut to their limits.
+func TestMarshalBounded(t *testing.T) {
+	huge := strings.Repeat("<", 180_000)
+	e := Event{V: Version, TaskID: huge, Kind: huge, Detail: huge, Error: huge, Path: huge, Instance: huge, Topic: huge}
+	b, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 64<<10 {
+		t.Fatalf("event of %d bytes", len(b))
+	}
+	got, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		v    string
+		max  int
+	}{
+		{"task_id", got.TaskID, MaxTaskIDBytes}, {"kind", got.Kind, MaxKindBytes}, {"detail", got.Detail, MaxDetailBytes},
+		{"error", got.Error, MaxErrorBytes}, {"path", got.Path, MaxPathBytes}, {"instance", got.Instance, MaxInstanceBytes},
+		{"topic", got.Topic, MaxTopicBytes},
+	} {
+		if len(f.v) != f.max || !strings.HasSuffix(f.v, "...") {
+			t.Errorf("%s: %d bytes ending %q, want %d ending in ...", f.name, len(f.v), f.v[max(0, len(f.v)-5):], f.max)
+		}
+	}
+	// A short task id is untouched, and a cut never splits a character.
+	short, _ := (&Event{V: Version, TaskID: "order-<42>", Error: strings.Repeat("é", MaxErrorBytes)}).Marshal()
+	got, _ = Unmarshal(short)
+	if got.TaskID != "order-<42>" || !utf8.ValidString(got.Error) {
+		t.Errorf("task id %q, error valid UTF-8 %v", got.TaskID, utf8.ValidString(got.Error))
+	}
+}
+
+func TestSignVerify(t *testing.T) {
+	key := []byte("k3y")
+	v := []byte(`{"v":1,"task_id":"42"}`)
+	sig := Sign(key, v)
+	if !Verify(key, v, sig) {
+		t.Fatal("signature does not verify")
+	}
+	for _, bad := range []struct{ key, v, sig []byte }{
+		{[]byte("other"), v, sig},
+		{key, []byte(`{"v":1,"task_id":"43"}`), sig},
+		{key, v, nil},
+		{key, v, []byte("00")},
+	} {
+		if Verify(bad.key, bad.v, bad.sig) {
+			t.Errorf("Verify(%q, %q, %q) = true", bad.key, bad.v, bad.sig)
+		}
+	}
 }
