@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/canceller"
@@ -38,27 +39,34 @@ type CancellerConfig struct {
 	ClosersFile string
 	// Closers is the loaded ClosersFile.
 	Closers closers.File
-	tiers   string
+	// OutcomesKeyFile holds the key that signs outcome events
+	// (--outcomes-key-file); empty: unsigned.
+	OutcomesKeyFile string
+	tiers           string
 }
 
 func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, bool, error) {
 	var c CancellerConfig
 	fs := cli.NewFlagSet("canceller", cancellerUsage)
 	fs.SetOutput(stderr)
-	c.register(fs, "hourglass-canceller", ":8081")
+	c.register(fs, "hourglass-canceller", "127.0.0.1:8081")
 	k := &c.Canceller
 	fs.StringVar(&k.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.StringsVar(&k.Topics, "topics", env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
 	fs.StringVar(&k.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
 	fs.StringVar(&k.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
 	fs.StringVar(&k.Group, "group", env("group"), canceller.DefaultGroup, "consumer `group`")
+	instanceID(fs, &k.InstanceID)
+	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", env("outcomes-key-file"), "",
+		"`file` holding the key that signs outcome events (at least 16 bytes; give the recorder the same); default: unsigned")
 	fs.StringVar(&k.DefaultKind, "default-kind", env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
 	fs.StringVar(&c.ClosersFile, "closers", env("closers"), "", "closers `file` (YAML): the closer of each task kind; without it tasks are only logged")
 	fs.DurationVar(&k.CloseTimeout, "close-timeout", env("close-timeout"), canceller.DefaultCloseTimeout, "bound on one close")
 	fs.IntVar(&k.MaxPollRecords, "max-poll-records", env("max-poll-records"), canceller.DefaultMaxPollRecords, "records taken per poll")
-	fs.DurationVar(&k.CommitInterval, "commit-interval", env("commit-interval"), canceller.DefaultCommitInterval, "how often offsets are committed")
+	fs.DurationVar(&k.CommitInterval, "commit-interval", env("commit-interval"), canceller.DefaultCommitInterval,
+		"least time between two commits; offsets are committed as closes finish, so a crash repeats about this much")
 	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), canceller.DefaultShutdownTimeout, "bound on a graceful stop")
-	fs.StringVar(&k.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default the host name)")
+	fs.StringVar(&k.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
 	fs.StringVar(&c.tiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
 	fs.IntVar(&k.MaxInFlight, "max-in-flight", env("max-in-flight"), canceller.DefaultMaxInFlight, "records closing or waiting at once; one task id never closes twice at once")
 	fs.Float64Var(&k.RateLimit, "rate-limit", env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
@@ -76,6 +84,12 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 			c.Closers = f
 		}
 		k.Tiers = errs.tiers("tiers", c.tiers)
+		k.SessionTimeout = c.SessionTimeout
+		key, err := readKey(c.OutcomesKeyFile)
+		if err != nil {
+			errs.add("outcomes-key-file", "%v", err)
+		}
+		k.OutcomesKey = key
 		// Only the topic names derive from the prefix; a zero anywhere else
 		// is the user's and is reported rather than replaced.
 		if len(k.Topics) == 0 {
@@ -126,7 +140,7 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		co.Routes = cs.Routes
 	}
 	tel := telemetry.New()
-	co.Kafka, co.Registerer = append(opts, tel.Hook()), tel
+	co.Kafka, co.Hooks, co.Registerer = opts, []kgo.Hook{tel.Hook()}, tel
 	cn, err := canceller.New(k, co)
 	if err != nil {
 		return err
@@ -135,8 +149,8 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, kind := range c.Closers.Kinds() {
 		kinds = append(kinds, kind+"="+c.Closers.Closers[kind].Type())
 	}
-	log.Info("canceller starting", "topics", k.Topics, "closers", kinds, "outcomes", k.Outcomes, "group", k.Group,
-		"max_in_flight", k.MaxInFlight, "rate_limit", k.RateLimit)
+	log.Info("canceller starting", "topics", k.Topics, "closers", kinds, "outcomes", k.Outcomes, "signed", len(k.OutcomesKey) > 0, "group", k.Group,
+		"instance_id", k.InstanceID, "session_timeout", k.SessionTimeout, "max_in_flight", k.MaxInFlight, "rate_limit", k.RateLimit)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := cn.Run(gctx); err != nil {

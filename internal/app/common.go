@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"time"
 
@@ -26,8 +28,10 @@ import (
 
 // Defaults shared by the services.
 const (
-	DefaultPartitions     = 6
-	DefaultSessionTimeout = 45 * time.Second
+	DefaultPartitions = 6
+	// DefaultSessionTimeout is the default of --session-timeout (see
+	// kafka.DefaultSessionTimeout).
+	DefaultSessionTimeout = kafka.DefaultSessionTimeout
 )
 
 // common are the flags every service has.
@@ -51,7 +55,7 @@ var env = cli.Env
 func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	c.Kafka.RegisterFlags(fs, name)
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
-		"`address` of the HTTP server for /healthz, /readyz and /metrics; empty disables it")
+		"`address` of the HTTP server for /healthz, /readyz and /metrics (loopback by default; :port listens on every interface); empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format"), "text", "log `format`: text or json")
 	fs.BoolVar(&c.CheckConfig, "check-config", env("check-config"), false,
@@ -65,7 +69,7 @@ func (c *common) register(fs *cli.FlagSet, name, httpAddr string) {
 	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
 	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), telemetry.DefaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
-		"consumer group session timeout: how long a crashed instance keeps its partitions")
+		"consumer group session timeout: how long the partitions of an instance that died (and was not restarted) wait for another")
 }
 
 func (c *common) validate(fs *cli.FlagSet) checks {
@@ -94,15 +98,31 @@ func (c *common) validate(fs *cli.FlagSet) checks {
 	return errs
 }
 
-// kgoOpts returns the connection options plus the group session timeout.
-func (c *common) kgoOpts() ([]kgo.Opt, error) {
-	opts, err := c.Kafka.Opts()
+// kgoOpts returns the connection options.
+func (c *common) kgoOpts() ([]kgo.Opt, error) { return c.Kafka.Opts() }
+
+// instanceID registers --instance-id, the static group membership of the
+// router and the canceller.
+func instanceID(fs *cli.FlagSet, v *string) {
+	fs.StringVar(v, "instance-id", env("instance-id"), "",
+		"static group membership `id`, unique per running instance (e.g. the pod name): a restarted instance takes its partitions back at once instead of after --session-timeout")
+}
+
+// readKey reads a signing key file: at least 16 bytes, a trailing newline
+// trimmed. An empty path is no key.
+func readKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	// Heartbeats must come well within the session timeout, or a short
-	// timeout expires a healthy member between two of them.
-	return append(opts, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(min(3*time.Second, c.SessionTimeout/3))), nil
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) < 16 {
+		return nil, fmt.Errorf("%s: %d bytes; a key needs at least 16", path, len(b))
+	}
+	return b, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -292,7 +312,11 @@ func serveHTTP(ctx context.Context, addr string, ready func() bool, gatherer pro
 		return fmt.Errorf("http: %w", err)
 	}
 	log.Info("http listening", "addr", ln.Addr().String())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	if !pprofOn {
+		// A CPU profile or trace streams for as long as it was asked for.
+		srv.WriteTimeout = 30 * time.Second
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/chstore"
@@ -51,17 +52,22 @@ type RecorderConfig struct {
 	// MigrateOnly applies the migrations and exits, without Kafka: for a
 	// migration Job that runs before the recorders start.
 	MigrateOnly bool
+	// OutcomesKeyFile holds the canceller's signing key
+	// (--outcomes-key-file); empty: every event is stored.
+	OutcomesKeyFile string
 }
 
 func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bool, error) {
 	var c RecorderConfig
 	fs := cli.NewFlagSet("recorder", recorderUsage)
 	fs.SetOutput(stderr)
-	c.register(fs, "hourglass-recorder", ":8082")
+	c.register(fs, "hourglass-recorder", "127.0.0.1:8082")
 	k := &c.Recorder
 	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.StringVar(&k.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
 	fs.StringVar(&k.Group, "group", env("group"), recorder.DefaultGroup, "consumer `group`")
+	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", env("outcomes-key-file"), "",
+		"`file` holding the canceller's outcome signing key: events without a valid signature are skipped (default: every event is stored)")
 	fs.IntVar(&k.BatchRows, "batch-rows", env("batch-rows"), recorder.DefaultBatchRows, "events per insert at most")
 	fs.DurationVar(&k.FlushInterval, "flush-interval", env("flush-interval"), recorder.DefaultFlushInterval, "longest wait of an event before its batch is inserted")
 	fs.DurationVar(&k.InsertTimeout, "insert-timeout", env("insert-timeout"), recorder.DefaultInsertTimeout, "bound on one insert attempt")
@@ -75,7 +81,13 @@ func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bo
 		if k.Topic == "" {
 			k.Topic = tiers.OutcomesTopic(c.Prefix)
 		}
+		k.SessionTimeout = c.SessionTimeout
 		errs := checks(k.Validate())
+		key, err := readKey(c.OutcomesKeyFile)
+		if err != nil {
+			errs.add("outcomes-key-file", "%v", err)
+		}
+		k.OutcomesKey = key
 		if c.MigrateOnly && !c.Migrate {
 			errs.add("migrate-only", "contradicts --migrate=false")
 		}
@@ -130,7 +142,7 @@ func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer store.Close()
-		rec, err := recorder.New(k, recorder.Options{Kafka: append(opts, tel.Hook()), Store: store, Logger: log, Registerer: tel})
+		rec, err := recorder.New(k, recorder.Options{Kafka: opts, Hooks: []kgo.Hook{tel.Hook()}, Store: store, Logger: log, Registerer: tel})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/cli"
@@ -18,8 +19,9 @@ const routerUsage = `router moves Hourglass delay records to their target topic 
 It consumes the delay topics <prefix>delay.<tier> as a consumer group, holds
 each partition's head until it is due (pausing the partition), hops records
 that still have a tier's wait ahead to a shorter tier, forwards due ones to
-their hourglass-target (or --target), and sends malformed ones to the
-dead-letter topic with the reason.
+their hourglass-target (or --target; only topics of --allowed-targets), and
+sends malformed, oversized or misdirected ones to the dead-letter topic with
+the reason.
 
 Usage: router [flags]
 
@@ -37,26 +39,41 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 	var c RouterConfig
 	fs := cli.NewFlagSet("router", routerUsage)
 	fs.SetOutput(stderr)
-	c.register(fs, "hourglass-router", ":8080")
+	c.register(fs, "hourglass-router", "127.0.0.1:8080")
 	r := &c.Router
 	fs.StringVar(&c.tiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`, one delay topic each")
 	fs.StringVar(&r.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.StringVar(&r.Target, "target", env("target"), "", "`topic` for due records without hourglass-target (default <prefix>cancel)")
 	fs.StringVar(&r.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&r.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "the canceller's outcome `topic`, never a target (default <prefix>outcomes)")
+	fs.StringsVar(&r.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
+		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
 	fs.StringVar(&r.Group, "group", env("group"), router.DefaultGroup, "consumer `group`")
+	instanceID(fs, &r.InstanceID)
 	fs.DurationVar(&r.MaxDelay, "max-delay", env("max-delay"), router.DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
 	fs.IntVar(&r.TimerCapacity, "timer-capacity", env("timer-capacity"), router.DefaultTimerCapacity,
 		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
+	fs.IntVar(&r.TimerBytes, "timer-bytes", env("timer-bytes"), router.DefaultTimerBytes, "`bytes` of records the in-memory timer holds at most")
 	fs.IntVar(&r.MaxHeldPerPartition, "max-held-per-partition", env("max-held-per-partition"), router.DefaultMaxHeldPerPartition,
 		"records a partition holds waiting out their tier before it is paused")
+	fs.IntVar(&r.MaxHeldBytesPerPartition, "max-held-bytes-per-partition", env("max-held-bytes-per-partition"), router.DefaultMaxHeldBytesPerPartition,
+		"`bytes` of records a partition holds (waiting, in the timer or being produced) before it is paused")
+	fs.IntVar(&r.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), router.DefaultMaxInFlightPerTarget,
+		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
+	fs.IntVar(&r.Limits.KeyBytes, "max-key-bytes", env("max-key-bytes"), tiers.DefaultMaxKeyBytes, "largest key (task id) in `bytes`; larger records go to the dead-letter topic")
+	fs.IntVar(&r.Limits.HeaderBytes, "max-header-bytes", env("max-header-bytes"), tiers.DefaultMaxHeaderBytes, "largest sum of header names and values in `bytes`")
+	fs.IntVar(&r.Limits.Headers, "max-headers", env("max-headers"), tiers.DefaultMaxHeaders, "most headers on a record")
+	fs.IntVar(&r.Limits.ValueBytes, "max-value-bytes", env("max-value-bytes"), tiers.DefaultMaxValueBytes, "largest value (payload) in `bytes`")
 	var fetchBytes int
 	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), router.DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")
-	fs.DurationVar(&r.CommitInterval, "commit-interval", env("commit-interval"), router.DefaultCommitInterval, "how often offsets are committed")
+	fs.DurationVar(&r.CommitInterval, "commit-interval", env("commit-interval"), router.DefaultCommitInterval,
+		"least time between two commits; offsets are committed as produces are acknowledged, so a crash repeats about this much")
 	fs.DurationVar(&r.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), router.DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
 	fs.DurationVar(&r.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), router.DefaultShutdownTimeout, "bound on a graceful stop")
 	stop, err := parse(fs, args, stdout, &c.common, func() checks {
 		var errs checks
 		r.Tiers = errs.tiers("tiers", c.tiers)
+		r.SessionTimeout = c.SessionTimeout
 		errs.intRange("fetch-partition-bytes", fetchBytes, 1<<10, 1<<30)
 		r.FetchPartitionBytes = int32(fetchBytes)
 		if r.Tiers.Len() > 0 {
@@ -68,6 +85,12 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 			}
 			if r.DeadLetter == "" {
 				r.DeadLetter = tiers.DeadLetterTopic(r.Prefix)
+			}
+			if r.Outcomes == "" {
+				r.Outcomes = tiers.OutcomesTopic(r.Prefix)
+			}
+			if len(r.AllowedTargets) == 0 {
+				r.AllowedTargets = []string{r.Target}
 			}
 			errs = append(errs, r.Validate()...)
 		}
@@ -93,11 +116,12 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	tel := telemetry.New()
-	rt, err := router.New(r, router.Options{Kafka: append(opts, tel.Hook()), Logger: log, Registerer: tel})
+	rt, err := router.New(r, router.Options{Kafka: opts, Hooks: []kgo.Hook{tel.Hook()}, Logger: log, Registerer: tel})
 	if err != nil {
 		return err
 	}
-	log.Info("router starting", "tiers", r.Tiers.String(), "topics", r.Tiers.Topics(r.Prefix), "target", r.Target, "group", r.Group)
+	log.Info("router starting", "tiers", r.Tiers.String(), "topics", r.Tiers.Topics(r.Prefix), "target", r.Target,
+		"allowed_targets", r.AllowedTargets, "group", r.Group, "instance_id", r.InstanceID, "session_timeout", r.SessionTimeout)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := rt.Run(gctx); err != nil {

@@ -7,16 +7,19 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/offsets"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -32,23 +35,21 @@ type Canceller struct {
 	fallback *Route // closes kinds without a route; nil dead-letters them
 	limit    *rate.Limiter
 	cl       *kgo.Client
+	conn     []kgo.Opt // the connection, for the leave of a static member
 
 	mu      sync.Mutex // guards the fields below
 	parts   map[tp]*partition
 	keys    map[string][]job // task ids with a close running, and the records waiting behind it
 	pending int              // records taken and not finished
-	fatal   error
-	wake    chan struct{} // a record finished; capacity 1
+	fatal   error            // stops the canceller: another member took its instance id
+	wake    chan struct{}    // a record finished; capacity 1
 
 	work sync.WaitGroup // one per record taken and not finished
 
-	// commitMu serializes computing and committing offsets between the
-	// periodic committer and the revoke callback.
-	commitMu sync.Mutex
-
-	ready   atomic.Bool
-	stats   stats
-	metrics *metrics
+	committer *offsets.Committer
+	ready     atomic.Bool
+	stats     stats
+	metrics   *metrics
 }
 
 type tp struct {
@@ -59,9 +60,11 @@ type tp struct {
 // partition is the state of one assigned partition.
 type partition struct {
 	tr offsets.Tracker
+	// epoch counts the resets of the partition (see offsets.Tracker.Add).
+	epoch int
 	// ctx is canceled when the partition is revoked or lost, or at the
 	// stop: its records not yet closing are dropped, uncommitted, for the
-	// next owner.
+	// next owner, and produces waiting to be tried again are given up.
 	ctx    context.Context
 	cancel context.CancelFunc
 	work   sync.WaitGroup // its records taken and not finished
@@ -69,8 +72,9 @@ type partition struct {
 
 // job is a record taken from a partition.
 type job struct {
-	r *kgo.Record
-	p *partition
+	r     *kgo.Record
+	p     *partition
+	epoch int // the partition's epoch when the record was taken
 }
 
 // Route is how the tasks of one kind are closed.
@@ -86,6 +90,9 @@ type Route struct {
 type Options struct {
 	// Kafka are the connection options (brokers, TLS, SASL, client id).
 	Kafka []kgo.Opt
+	// Hooks observe the canceller's Kafka client (client metrics); default
+	// none.
+	Hooks []kgo.Hook
 	// Routes close the tasks of each kind (the hourglass-kind header, or
 	// Config.DefaultKind).
 	Routes map[string]Route
@@ -107,6 +114,8 @@ const (
 	reasonCloseFailed      = "close_failed"      // a permanent close error
 	reasonRetriesExhausted = "retries_exhausted" // the last attempt failed
 	reasonUnknownKind      = "unknown_kind"      // no closer for the task's kind
+	reasonProduceFailed    = "produce_failed"    // the retry record was refused for good
+	reasonBatchTooLarge    = "batch_too_large"   // a batch that decompresses past the cap
 )
 
 // New returns a canceller for cfg; cfg is completed with WithDefaults and
@@ -115,6 +124,9 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	cfg = cfg.WithDefaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = cfg.InstanceID
 	}
 	if cfg.Instance == "" {
 		cfg.Instance, _ = os.Hostname()
@@ -148,6 +160,7 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		clock:   o.Clock,
 		log:     o.Logger,
 		routes:  o.Routes,
+		conn:    o.Kafka,
 		parts:   make(map[tp]*partition),
 		keys:    make(map[string][]job),
 		wake:    make(chan struct{}, 1),
@@ -158,23 +171,24 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	if cfg.RateLimit > 0 {
 		c.limit = rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst)
 	}
-	opts := append([]kgo.Opt{
-		kgo.ConsumerGroup(cfg.Group),
-		kgo.ConsumeTopics(cfg.Topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// Commit only what is closed and whose outcome is durable.
-		kgo.DisableAutoCommit(),
-		// Records are dispatched between a poll and AllowRebalance, so a
-		// revoke never races a record being taken.
-		kgo.BlockRebalanceOnPoll(),
+	group := kafka.Group{Name: cfg.Group, Topics: cfg.Topics, InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout}
+	opts := append(group.Opts(),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
-	}, o.Kafka...)
+	)
+	opts = append(opts, o.Kafka...)
+	if len(o.Hooks) > 0 {
+		opts = append(opts, kgo.WithHooks(o.Hooks...))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("canceller: kafka client: %w", err)
 	}
 	c.cl = cl
+	c.committer = &offsets.Committer{
+		Client: cl, Source: c.offsets, Interval: cfg.CommitInterval, Clock: c.clock,
+		OnError: func(err error) { c.log.Warn("commit failed; retrying", "err", err) },
+	}
 	return c, nil
 }
 
@@ -184,18 +198,21 @@ func (c *Canceller) Ready() bool { return c.ready.Load() }
 // Client returns the canceller's Kafka client.
 func (c *Canceller) Client() *kgo.Client { return c.cl }
 
-// Run consumes and closes until ctx is canceled, then stops gracefully within
-// Config.ShutdownTimeout. It closes the client before it returns.
+// Run consumes and closes until ctx is canceled, then stops gracefully
+// within Config.ShutdownTimeout. It returns nil after a graceful stop, and
+// an error when another member took its instance id. It closes the client
+// before it returns; with an instance id it then leaves the group
+// explicitly, so that the other cancellers take its partitions at once.
 func (c *Canceller) Run(ctx context.Context) error {
-	defer c.cl.Close()
-	// A close in progress when the stop begins finishes (each close is
-	// bounded by CloseTimeout), so it is not cut off half applied.
-	closeCtx, cancelCloses := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelCloses()
-	stopCommits := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.commitLoop(stopCommits) }()
+	// Closes run on a context the stop never cancels: a close in progress
+	// when the stop begins finishes (each is bounded by CloseTimeout, and
+	// the stop waits at least that long), so it is not cut off half
+	// applied.
+	closeCtx := context.WithoutCancel(ctx)
+	commitCtx, stopCommits := context.WithCancel(closeCtx)
+	defer stopCommits()
+	committed := make(chan struct{})
+	go func() { defer close(committed); c.committer.Run(commitCtx) }()
 
 	c.ready.Store(true)
 	err := c.consume(ctx, closeCtx)
@@ -203,39 +220,43 @@ func (c *Canceller) Run(ctx context.Context) error {
 
 	// Shutdown order: polling has stopped (no record is taken after ctx is
 	// canceled); records waiting for their turn or for the rate limit are
-	// dropped uncommitted; running closes finish, bounded; wait for outcome,
-	// retry and dead-letter produces, bounded; commit what is done; leave
-	// the group (Close, deferred).
+	// dropped uncommitted; running closes finish, and their outcome, retry
+	// and dead-letter records are acknowledged, bounded by
+	// ShutdownTimeout; commit what is done with a fresh context; close the
+	// client; leave the group as a static member.
 	c.mu.Lock()
 	for _, p := range c.parts {
 		p.cancel()
 	}
 	c.mu.Unlock()
-	sctx, cancel := context.WithTimeout(closeCtx, c.cfg.ShutdownTimeout)
-	defer cancel()
-	if !waitGroup(sctx, &c.work) {
-		c.log.Warn("shutdown deadline passed with closes running; their tasks will be closed again")
+	if !waitTimeout(&c.work, c.cfg.ShutdownTimeout) {
+		c.log.Warn("shutdown deadline passed with closes or their events unfinished; their tasks will be closed again")
 	}
-	close(stopCommits)
-	wg.Wait()
-	if ferr := c.cl.Flush(sctx); ferr != nil {
-		c.log.Warn("shutdown deadline passed with produces in flight; their tasks will be closed again", "err", ferr)
+	stopCommits()
+	<-committed
+	if cerr := c.committer.Do(c.offsets); cerr != nil {
+		c.log.Warn("final commit failed; the records after the last commit will be closed again", "err", cerr)
 	}
-	c.commitMu.Lock()
-	offsets.Commit(sctx, c.cl, c.offsets(), c.log)
-	c.commitMu.Unlock()
+	c.cl.Close()
+	if c.cfg.InstanceID != "" {
+		if lerr := kafka.LeaveGroup(ctx, c.conn, c.cfg.Group, c.cfg.InstanceID); lerr != nil {
+			c.log.Warn("the other cancellers take this canceller's partitions after the session timeout", "err", lerr)
+		}
+	}
 	return err
 }
 
-// waitGroup waits for wg until ctx is done and reports whether wg finished.
-// On false, one goroutine stays blocked in wg.Wait until wg finishes.
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+// waitTimeout waits for wg at most d and reports whether wg finished. On
+// false, one goroutine stays blocked in wg.Wait until wg finishes.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-ctx.Done():
+	case <-t.C:
 		return false
 	}
 }
@@ -251,11 +272,35 @@ func (c *Canceller) consume(ctx, closeCtx context.Context) error {
 			c.cl.AllowRebalance()
 			return nil
 		}
-		fs.EachError(func(topic string, partition int32, err error) {
-			c.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
-		})
 		fs.EachRecord(func(r *kgo.Record) { c.dispatch(closeCtx, r) })
+		fs.EachError(func(topic string, partition int32, err error) {
+			switch tooLarge := kafka.SkipBatch(c.cl, err); {
+			case tooLarge != nil:
+				c.skipBatch(closeCtx, tooLarge)
+			case errors.Is(err, kerr.FencedInstanceID):
+				c.setFatal(fmt.Errorf("--instance-id %s: another canceller of group %s runs with this id: %w", c.cfg.InstanceID, c.cfg.Group, err))
+			default:
+				c.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
+			}
+		})
 		c.cl.AllowRebalance()
+	}
+}
+
+func (c *Canceller) setFatal(err error) {
+	c.mu.Lock()
+	if c.fatal == nil {
+		c.fatal = err
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+// signal wakes waitFree.
+func (c *Canceller) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -278,10 +323,8 @@ func (c *Canceller) waitFree(ctx context.Context) (int, error) {
 	}
 }
 
-// dispatch takes r: it starts closing it, or queues it behind the running
-// close of the same task id.
-func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
-	c.mu.Lock()
+// take counts r as taken from its partition and returns its job.
+func (c *Canceller) take(closeCtx context.Context, r *kgo.Record) job {
 	k := tp{r.Topic, r.Partition}
 	p, ok := c.parts[k]
 	if !ok {
@@ -289,12 +332,22 @@ func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
 		p.ctx, p.cancel = context.WithCancel(closeCtx)
 		c.parts[k] = p
 	}
-	p.tr.Add(r.Offset)
+	if p.tr.Add(r.Offset) {
+		p.epoch++
+		c.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
+	}
 	p.work.Add(1)
 	c.work.Add(1)
 	c.pending++
 	c.metrics.pending.Set(float64(c.pending))
-	j := job{r, p}
+	return job{r: r, p: p, epoch: p.epoch}
+}
+
+// dispatch takes r: it starts closing it, or queues it behind the running
+// close of the same task id.
+func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
+	c.mu.Lock()
+	j := c.take(closeCtx, r)
 	key := string(r.Key)
 	if waiting, busy := c.keys[key]; busy {
 		c.keys[key] = append(waiting, j)
@@ -306,14 +359,24 @@ func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
 	go c.run(closeCtx, key, j)
 }
 
+// skipBatch dead-letters a batch the client refused to decompress (the
+// client has moved past it), naming its offsets.
+func (c *Canceller) skipBatch(closeCtx context.Context, b *kgo.ErrDecompressTooLarge) {
+	r := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: c.clock.Now()}
+	c.mu.Lock()
+	j := c.take(closeCtx, r)
+	j.p.tr.Skip(b.NextOffset)
+	c.mu.Unlock()
+	c.deadLetter(j, reasonBatchTooLarge, fmt.Errorf("the record batch at offsets %d to %d decompresses to more than %d bytes; its records were not read",
+		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes))
+}
+
 // run handles j, then each record that queued behind it for the same task
 // id, in offset order.
 func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 	for {
 		c.handle(closeCtx, j)
 		c.mu.Lock()
-		c.pending--
-		c.metrics.pending.Set(float64(c.pending))
 		waiting := c.keys[key]
 		if len(waiting) == 0 {
 			delete(c.keys, key)
@@ -321,12 +384,6 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 			c.keys[key] = waiting[1:]
 		}
 		c.mu.Unlock()
-		j.p.work.Done()
-		c.work.Done()
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
 		if len(waiting) == 0 {
 			return
 		}
@@ -334,18 +391,42 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 	}
 }
 
+// finish ends j: its offset is done when its records onward are
+// acknowledged (done), or left for the next owner (a revoke or a stop came
+// first).
+func (c *Canceller) finish(j job, done bool) {
+	c.mu.Lock()
+	if done && j.epoch == j.p.epoch {
+		j.p.tr.Done(j.r.Offset)
+	}
+	c.pending--
+	c.metrics.pending.Set(float64(c.pending))
+	c.mu.Unlock()
+	j.p.work.Done()
+	c.work.Done()
+	c.signal()
+	if done {
+		c.committer.Notify()
+	}
+}
+
 // handle closes one task and produces its outcome event, and its retry or
-// dead letter when the close failed or the record is malformed. The offset
-// is done when every produce is acknowledged. A record whose partition was
-// revoked before its close began is left undone for the next owner.
+// dead letter when the close failed or the record is malformed. The record
+// is finished when every produce is acknowledged. A record whose partition
+// was revoked before its close began is left undone for the next owner.
 func (c *Canceller) handle(closeCtx context.Context, j job) {
 	r := j.r
 	if j.p.ctx.Err() != nil {
+		c.finish(j, false)
 		return
 	}
-	m, err := tiers.DecodeRecord(r)
+	err := tiers.Limits{}.Check(r)
+	var m tiers.Meta
+	if err == nil {
+		m, err = tiers.DecodeRecord(r)
+	}
 	if err != nil {
-		c.deadLetter(r, string(tiers.ReasonOf(err, "invalid")), err)
+		c.deadLetter(j, string(tiers.ReasonOf(err, "invalid")), err)
 		return
 	}
 	task := closer.Task{ID: string(r.Key), Kind: m.Kind, Payload: r.Value, Meta: m, Attempt: max(1, m.Attempt)}
@@ -355,11 +436,12 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 	route, ok := c.routes[task.Kind]
 	if !ok {
 		if c.fallback == nil {
-			c.deadLetter(r, reasonUnknownKind, fmt.Errorf("no closer for kind %q", task.Kind))
+			c.deadLetter(j, reasonUnknownKind, fmt.Errorf("no closer for kind %q", task.Kind))
 			return
 		}
 		route = *c.fallback
 	}
+	label := c.metrics.kind(task.Kind)
 	// Wait for the rate limits. Neither wait holds a close slot of the
 	// closer; both end when the partition is revoked.
 	for _, l := range []*rate.Limiter{c.limit, route.Limit} {
@@ -367,6 +449,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 			continue
 		}
 		if err := c.wait(j.p.ctx, l); err != nil {
+			c.finish(j, false)
 			return
 		}
 	}
@@ -392,16 +475,16 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		ForwardedMs: millis(m.Forwarded), ClosedMs: now.UnixMilli(), LatenessMs: now.UnixMilli() - m.Due.UnixMilli(),
 		Instance: c.cfg.Instance, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}
-	out := make([]*kgo.Record, 0, 2)
+	out := make([]onward, 0, 2)
 	switch {
 	case err == nil:
 	case !closer.IsPermanent(err) && task.Attempt < c.cfg.MaxAttempts:
 		wait := c.backoff(task.Attempt, err)
 		ev.Outcome, ev.Error = outcome.Retry, err.Error()
 		c.log.Debug("close failed; retrying", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "in", wait, "err", err)
-		out = append(out, c.retry(r, deadline, task.Attempt+1, now, wait))
+		out = append(out, onward{c.retry(r, deadline, task.Attempt+1, now, wait), kindRetry})
 		c.stats.retried.Add(1)
-		c.metrics.retries.WithLabelValues(task.Kind).Inc()
+		c.metrics.retries.WithLabelValues(label).Inc()
 	default:
 		reason := reasonCloseFailed
 		if !closer.IsPermanent(err) {
@@ -411,25 +494,35 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		ev.Outcome, ev.Error = string(closer.Failed), err.Error()
 		c.log.Warn("close failed; dead letter", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "reason", reason, "err", err)
 		dl := tiers.DeadLetter(r, c.cfg.DeadLetter, fmt.Errorf("%s: %w", reason, err), now)
-		dl.Headers = tiers.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(fmt.Sprint(task.Attempt)))
-		out = append(out, dl)
+		dl.Headers = tiers.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(strconv.Itoa(task.Attempt)))
+		out = append(out, onward{dl, kindDeadLetter})
 		c.stats.deadLettered.Add(1)
 		c.metrics.deadLetters.WithLabelValues(reason).Inc()
 	}
 	c.stats.count(ev.Outcome)
-	c.metrics.closes.WithLabelValues(task.Kind, ev.Outcome).Inc()
-	c.metrics.duration.WithLabelValues(task.Kind).Observe(now.Sub(started).Seconds())
+	c.metrics.closes.WithLabelValues(label, ev.Outcome).Inc()
+	c.metrics.duration.WithLabelValues(label).Observe(now.Sub(started).Seconds())
 	if late := now.Sub(m.Due); late < 0 {
 		c.metrics.early.Inc()
 	} else {
-		c.metrics.lateness.WithLabelValues(task.Kind).Observe(late.Seconds())
+		c.metrics.lateness.WithLabelValues(label).Observe(late.Seconds())
 	}
-	val, merr := ev.Marshal()
-	if merr != nil {
-		panic(merr) // an Event of strings and integers always marshals
+	out = append(out, onward{c.event(r.Key, &ev, now), kindOutcome})
+	c.send(j, out)
+}
+
+// event returns the outcome record of ev, keyed by the task id (cut like
+// the event's), signed when a key is configured.
+func (c *Canceller) event(key []byte, ev *outcome.Event, now time.Time) *kgo.Record {
+	val, err := ev.Marshal()
+	if err != nil {
+		panic(err) // an Event of strings and integers always marshals
 	}
-	out = append(out, &kgo.Record{Topic: c.cfg.Outcomes, Key: r.Key, Value: val, Timestamp: now})
-	c.produce(r, out)
+	rec := &kgo.Record{Topic: c.cfg.Outcomes, Key: key[:min(len(key), outcome.MaxTaskIDBytes)], Value: val, Timestamp: now}
+	if len(c.cfg.OutcomesKey) > 0 {
+		rec.Headers = []kgo.RecordHeader{{Key: outcome.HeaderSignature, Value: outcome.Sign(c.cfg.OutcomesKey, val)}}
+	}
+	return rec
 }
 
 // wait takes a token of l, and reports ctx's error if ctx ends first.
@@ -466,54 +559,25 @@ func (c *Canceller) backoff(attempt int, err error) time.Duration {
 func (c *Canceller) retry(r *kgo.Record, deadline time.Time, attempt int, now time.Time, wait time.Duration) *kgo.Record {
 	return &kgo.Record{
 		Topic: tiers.Topic(c.cfg.Prefix, c.cfg.Tiers.Pick(wait)), Key: r.Key, Value: r.Value, Timestamp: now,
-		Headers: tiers.SetHeaders(r.Headers,
+		Headers: tiers.Onward(r.Headers,
 			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(now.Add(wait))},
 			kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(r.Topic)},
-			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte(fmt.Sprint(attempt))},
+			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte(strconv.Itoa(attempt))},
 			kgo.RecordHeader{Key: tiers.HeaderDeadline, Value: tiers.FormatMillis(deadline)},
 		),
 	}
 }
 
 // deadLetter sends a record that cannot be closed to the dead-letter topic.
-func (c *Canceller) deadLetter(r *kgo.Record, reason string, cause error) {
+func (c *Canceller) deadLetter(j job, reason string, cause error) {
+	r := j.r
 	c.metrics.deadLetters.WithLabelValues(reason).Inc()
 	c.stats.deadLettered.Add(1)
 	c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", cause)
 	if tiers.ReasonOf(cause, "") == "" {
 		cause = fmt.Errorf("%s: %w", reason, cause)
 	}
-	c.produce(r, []*kgo.Record{tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now())})
-}
-
-// produce sends outs and marks src done when all are acknowledged. A produce
-// that fails for good stops the canceller: src stays uncommitted.
-func (c *Canceller) produce(src *kgo.Record, outs []*kgo.Record) {
-	left := new(atomic.Int32)
-	left.Store(int32(len(outs)))
-	for _, o := range outs {
-		c.cl.Produce(context.Background(), o, func(o *kgo.Record, err error) {
-			if err != nil {
-				c.mu.Lock()
-				if c.fatal == nil {
-					c.fatal = fmt.Errorf("produce %s[%d]@%d to %s: %w", src.Topic, src.Partition, src.Offset, o.Topic, err)
-				}
-				c.mu.Unlock()
-				select {
-				case c.wake <- struct{}{}:
-				default:
-				}
-				return
-			}
-			if left.Add(-1) == 0 {
-				c.mu.Lock()
-				if p, ok := c.parts[tp{src.Topic, src.Partition}]; ok {
-					p.tr.Done(src.Offset)
-				}
-				c.mu.Unlock()
-			}
-		})
-	}
+	c.send(j, []onward{{tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}})
 }
 
 func millis(t time.Time) int64 {
@@ -534,36 +598,15 @@ func (c *Canceller) offsets() offsets.Commits {
 	return out
 }
 
-func (c *Canceller) commitLoop(stop <-chan struct{}) {
-	t := c.clock.NewTimer(c.cfg.CommitInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C():
-		}
-		c.commitMu.Lock()
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
-		offsets.Commit(ctx, c.cl, c.offsets(), c.log)
-		cancel()
-		c.commitMu.Unlock()
-		t.Reset(c.cfg.CommitInterval)
-	}
-}
-
 // onRevoked runs while no record is being taken. Records of the revoked
 // partitions that have not begun closing are dropped (the next owner reads
-// them again); it waits for the closes running and their produces, bounded,
-// then commits and forgets the partitions.
-func (c *Canceller) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+// them again); it waits for the closes running and their records onward,
+// bounded by ShutdownTimeout, then commits with a fresh context and forgets
+// the partitions.
+func (c *Canceller) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	if len(revoked) == 0 {
 		return
 	}
-	c.commitMu.Lock()
-	defer c.commitMu.Unlock()
-	fctx, cancel := context.WithTimeout(ctx, c.cfg.ShutdownTimeout)
-	defer cancel()
 	var gone []*partition
 	c.mu.Lock()
 	for topic, ps := range revoked {
@@ -575,27 +618,30 @@ func (c *Canceller) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[s
 		}
 	}
 	c.mu.Unlock()
+	deadline := time.Now().Add(c.cfg.ShutdownTimeout)
 	for _, p := range gone {
-		if !waitGroup(fctx, &p.work) {
-			c.log.Warn("revoke: closes still running; their tasks will be closed again")
+		if !waitTimeout(&p.work, time.Until(deadline)) {
+			c.log.Warn("revoke: closes or their events unfinished; their tasks will be closed again by the next owner")
 			break
 		}
 	}
-	if err := cl.Flush(fctx); err != nil {
-		c.log.Warn("revoke: produces still in flight; their tasks will be closed again", "err", err)
-	}
-	offs := make(offsets.Commits)
-	c.mu.Lock()
-	for topic, ps := range revoked {
-		for _, n := range ps {
-			if p, ok := c.parts[tp{topic, n}]; ok {
-				offs.Add(topic, n, &p.tr)
-				delete(c.parts, tp{topic, n})
+	err := c.committer.Do(func() offsets.Commits {
+		offs := make(offsets.Commits)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for topic, ps := range revoked {
+			for _, n := range ps {
+				if p, ok := c.parts[tp{topic, n}]; ok {
+					offs.Add(topic, n, &p.tr)
+					delete(c.parts, tp{topic, n})
+				}
 			}
 		}
+		return offs
+	})
+	if err != nil {
+		c.log.Warn("commit at revoke failed; the next owner closes the records after the last commit again", "err", err)
 	}
-	c.mu.Unlock()
-	offsets.Commit(fctx, c.cl, offs, c.log)
 }
 
 // onLost forgets lost partitions: their records not yet closing are

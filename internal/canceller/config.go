@@ -2,10 +2,11 @@ package canceller
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -14,7 +15,7 @@ const (
 	DefaultGroup           = "hourglass-canceller"
 	DefaultKind            = "order-timeout"
 	DefaultCloseTimeout    = 10 * time.Second
-	DefaultCommitInterval  = time.Second
+	DefaultCommitInterval  = 50 * time.Millisecond
 	DefaultShutdownTimeout = 20 * time.Second
 	DefaultMaxPollRecords  = 1000
 	DefaultMaxInFlight     = 10
@@ -37,6 +38,18 @@ type Config struct {
 	DeadLetter string
 	// Group is the consumer group; default DefaultGroup.
 	Group string
+	// InstanceID makes the canceller a static member of its group:
+	// restarted with the same id, it takes its partitions back at once
+	// instead of after SessionTimeout. Default "": a dynamic member.
+	InstanceID string
+	// SessionTimeout is the group session timeout: how long the partitions
+	// of a canceller that died (and was not restarted) wait before another
+	// takes them; default kafka.DefaultSessionTimeout (6s).
+	SessionTimeout time.Duration
+	// OutcomesKey, when set, signs every outcome event (the
+	// outcome.HeaderSignature header), so that the recorder stores only
+	// events this canceller wrote. Default none: events are not signed.
+	OutcomesKey []byte
 	// DefaultKind is the kind of tasks without hourglass-kind; default
 	// DefaultKind ("order-timeout").
 	DefaultKind string
@@ -45,14 +58,18 @@ type Config struct {
 	// MaxPollRecords bounds the records taken per poll; default
 	// DefaultMaxPollRecords.
 	MaxPollRecords int
-	// CommitInterval is how often watermarks are committed; default
+	// CommitInterval is the least time between two commits. Offsets are
+	// committed as soon as closes and their events are acknowledged, at most
+	// this often, so a crash repeats about this much work; default
 	// DefaultCommitInterval.
 	CommitInterval time.Duration
-	// ShutdownTimeout bounds a graceful stop; default
-	// DefaultShutdownTimeout.
+	// ShutdownTimeout bounds a graceful stop, and a revoke: the wait for
+	// the closes running (each bounded by CloseTimeout, and never cut off
+	// by the stop) and their events. It must be at least CloseTimeout;
+	// default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// Instance names this canceller in outcome events; default the host
-	// name.
+	// Instance names this canceller in outcome events; default InstanceID,
+	// else the host name.
 	Instance string
 
 	// Tiers are the delay tiers a failed close is rescheduled through; the
@@ -97,6 +114,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Group == "" {
 		c.Group = DefaultGroup
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = kafka.DefaultSessionTimeout
 	}
 	if c.DefaultKind == "" {
 		c.DefaultKind = DefaultKind
@@ -161,6 +181,9 @@ func (c Config) Validate() []error {
 		if t == c.Outcomes || t == c.DeadLetter {
 			bad("topics", "%s is also the outcomes or dead-letter topic", t)
 		}
+		if c.Prefix != "" && strings.HasPrefix(t, tiers.DelayTopicPrefix(c.Prefix)) {
+			bad("topics", "%s is a delay topic: a retry would loop", t)
+		}
 	}
 	if err := tiers.ValidTopic(c.Outcomes); err != nil {
 		bad("outcomes-topic", "%v", err)
@@ -181,6 +204,15 @@ func (c Config) Validate() []error {
 		if d.v <= 0 {
 			bad(d.flag, "%v: must be positive", d.v)
 		}
+	}
+	if c.ShutdownTimeout > 0 && c.ShutdownTimeout < c.CloseTimeout {
+		bad("shutdown-timeout", "%v is less than --close-timeout %v: a stop would cut off a running close", c.ShutdownTimeout, c.CloseTimeout)
+	}
+	if len(c.InstanceID) > 249 || strings.ContainsFunc(c.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		bad("instance-id", "%q: want at most 249 printable ASCII characters without spaces", c.InstanceID)
+	}
+	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
+		bad("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
 	}
 	if c.RetryBackoff > 0 && c.RetryBackoffMax > 0 && c.RetryBackoffMax < c.RetryBackoff {
 		bad("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)

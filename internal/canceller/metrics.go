@@ -20,6 +20,23 @@ type metrics struct {
 	retries     *prometheus.CounterVec
 	rateWait    prometheus.Counter
 	early       prometheus.Counter
+
+	produceErrors *prometheus.CounterVec
+	// kinds are the kinds with series of their own: the default kind and
+	// the routed ones. Any other kind is counted as "other", so that the
+	// series stay bounded whatever kinds records carry.
+	kinds map[string]bool
+}
+
+// otherKind is the kind label of tasks whose kind has no route.
+const otherKind = "other"
+
+// kind returns the label of a task kind.
+func (m *metrics) kind(k string) string {
+	if m.kinds[k] {
+		return k
+	}
+	return otherKind
 }
 
 func newMetrics(reg prometheus.Registerer, kinds []string) *metrics {
@@ -43,10 +60,19 @@ func newMetrics(reg prometheus.Registerer, kinds []string) *metrics {
 			Help: "Time closes waited for the rate limits, summed over closes."}),
 		early: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "early_closes_total",
 			Help: "Closes applied before their due time by this canceller's clock. Must stay 0; a rise with none at the router means the clocks disagree."}),
+		produceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "produce_errors_total",
+			Help: "Records the brokers refused for good (produced again, or replaced by a dead letter that fits), by record: outcome, retry, dead_letter."}, []string{"record"}),
+		kinds: make(map[string]bool),
 	}
-	reg.MustRegister(m.closes, m.duration, m.lateness, m.deadLetters, m.inFlight, m.pending, m.retries, m.rateWait, m.early)
+	reg.MustRegister(m.closes, m.duration, m.lateness, m.deadLetters, m.inFlight, m.pending, m.retries, m.rateWait, m.early, m.produceErrors)
+	for _, k := range []onwardKind{kindOutcome, kindRetry, kindDeadLetter} {
+		m.produceErrors.WithLabelValues(k.String())
+	}
 	// Start the series alerts divide by at zero.
 	for _, kind := range kinds {
+		m.kinds[kind] = true
+	}
+	for _, kind := range append(kinds, otherKind) {
 		for _, o := range []string{string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped),
 			string(closer.NotFound), outcome.Retry, string(closer.Failed)} {
 			m.closes.WithLabelValues(kind, o)
@@ -55,8 +81,8 @@ func newMetrics(reg prometheus.Registerer, kinds []string) *metrics {
 		m.lateness.WithLabelValues(kind)
 		m.retries.WithLabelValues(kind)
 	}
-	for _, r := range []string{reasonCloseFailed, reasonRetriesExhausted, reasonUnknownKind,
-		string(tiers.ReasonKeyMissing), string(tiers.ReasonDueMissing)} {
+	for _, r := range []string{reasonCloseFailed, reasonRetriesExhausted, reasonUnknownKind, reasonProduceFailed,
+		string(tiers.ReasonKeyMissing), string(tiers.ReasonDueMissing), string(tiers.ReasonKeyTooLarge)} {
 		m.deadLetters.WithLabelValues(r)
 	}
 	return m

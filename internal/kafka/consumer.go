@@ -1,9 +1,12 @@
 package kafka
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -112,4 +115,28 @@ func SkipBatch(cl *kgo.Client, err error) *kgo.ErrDecompressTooLarge {
 		tooLarge.Topic: {tooLarge.Partition: {Epoch: tooLarge.Epoch, Offset: tooLarge.NextOffset}},
 	})
 	return tooLarge
+}
+
+// LeaveGroup removes the static member instanceID from group, through a
+// short-lived client of conn (the connection options), bounded by 5s. A
+// static member does not leave its group when its client closes, so that a
+// restart with the same id takes its partitions back at once; a member that
+// stops for good must leave explicitly, or its partitions wait for the
+// session timeout.
+func LeaveGroup(ctx context.Context, conn []kgo.Opt, group, instanceID string) error {
+	cl, err := kgo.NewClient(conn...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).LeaveGroup(ctx, kadm.LeaveGroup(group).InstanceIDs(instanceID))
+	if err != nil {
+		return fmt.Errorf("leave group %s as %s: %w", group, instanceID, err)
+	}
+	if err := resp.Error(); err != nil {
+		return fmt.Errorf("leave group %s as %s: %w", group, instanceID, err)
+	}
+	return nil
 }

@@ -2,9 +2,9 @@ package offsets
 
 import (
 	"context"
-	"errors"
-	"log/slog"
+	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,26 +26,26 @@ func (c Commits) Add(topic string, partition int32, t *Tracker) {
 	c[topic][partition] = kgo.EpochOffset{Epoch: -1, Offset: w}
 }
 
-// Commit commits offs synchronously, logging a failed commit and each
-// partition the broker refused. A failed commit loses nothing: the records
-// after the last committed offset are read again.
-func Commit(ctx context.Context, cl *kgo.Client, offs Commits, log *slog.Logger) {
+// Commit commits offs synchronously and returns the commit's error, or the
+// first partition the broker refused. A failed commit loses nothing: the
+// records after the last committed offset are read again.
+func Commit(ctx context.Context, cl *kgo.Client, offs Commits) error {
 	if len(offs) == 0 {
-		return
+		return nil
 	}
-	cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				log.Warn("commit failed", "err", err)
-			}
+	var err error
+	cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
+		if cerr != nil {
+			err = fmt.Errorf("commit: %w", cerr)
 			return
 		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					log.Warn("commit refused", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
+				if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && err == nil {
+					err = fmt.Errorf("commit %s[%d]: %w", t.Topic, p.Partition, perr)
 				}
 			}
 		}
 	})
+	return err
 }

@@ -5,9 +5,11 @@ import "math/bits"
 // Tracker computes a partition's commit watermark: the lowest offset whose
 // record is not yet durably produced onward, or one past the highest offset
 // seen when every record is done. Offsets are added in increasing order (with
-// gaps, for compaction and control records) and finished in any order. It
-// keeps one bit per offset between the watermark and the highest offset seen,
-// so a record held for a long time costs the records behind it a bit each.
+// gaps, for compaction, control records and aborted transactions) and
+// finished in any order; an offset at or below one added before is a reset of
+// the partition (see Add). It keeps one bit per offset between the watermark
+// and the highest offset seen, so a record held for a long time costs the
+// records behind it a bit each.
 type Tracker struct {
 	words []uint64 // bit set = pending; words[head] holds offset base
 	head  int
@@ -19,8 +21,19 @@ type Tracker struct {
 // NewTracker returns an empty Tracker.
 func NewTracker() Tracker { return Tracker{next: -1} }
 
-// Add marks offset pending. It must be higher than every offset added before.
-func (t *Tracker) Add(offset int64) {
+// Add marks offset pending. Offsets normally rise; an offset at or below
+// one added before means the partition was reset to it (the log was
+// truncated after a leader change, or the consumer was moved back): the
+// offsets from there up, pending or not, are forgotten, since the records
+// now at those offsets are new ones, and Add reports true. Offsets below it
+// that are still pending stay pending. The caller must then ignore the Done
+// of records it took before the reset at offsets from there up, which
+// would otherwise finish the new records at the same offsets.
+func (t *Tracker) Add(offset int64) (reset bool) {
+	if t.next >= 0 && offset < t.next {
+		reset = true
+		t.forgetFrom(offset)
+	}
 	if t.next < 0 || t.n == 0 {
 		// Nothing pending: restart the window at this offset.
 		t.words, t.head, t.base = t.words[:0], 0, offset&^63
@@ -32,6 +45,33 @@ func (t *Tracker) Add(offset int64) {
 	}
 	t.words[i] |= 1 << ((offset - t.base) % 64)
 	t.n++
+	return reset
+}
+
+// forgetFrom drops every pending offset at or above offset.
+func (t *Tracker) forgetFrom(offset int64) {
+	d := offset - t.base
+	if t.n == 0 || d <= 0 {
+		t.n = 0
+		return
+	}
+	i := t.head + int(d/64)
+	if i >= len(t.words) {
+		return
+	}
+	t.words[i] &= 1<<(d%64) - 1
+	t.words = t.words[:i+1]
+	t.n = 0
+	for _, w := range t.words[t.head:] {
+		t.n += bits.OnesCount64(w)
+	}
+}
+
+// Skip records that the offsets below next hold nothing to do (a batch the
+// consumer skipped): once every pending offset is done, the watermark is at
+// least next.
+func (t *Tracker) Skip(next int64) {
+	t.next = max(t.next, next)
 }
 
 // Done marks offset finished. Offsets not pending are ignored.

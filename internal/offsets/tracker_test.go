@@ -75,3 +75,120 @@ func BenchmarkTracker(b *testing.B) {
 		}
 	}
 }
+
+// TestTrackerReset adds offsets below the window, as after a log truncation:
+// the tracker forgets what was pending from the reset offset up, keeps what
+// is pending below it, and never panics.
+func TestTrackerReset(t *testing.T) {
+	tests := []struct {
+		name      string
+		add       []int64 // before the reset
+		done      []int64
+		reset     int64
+		wantReset bool
+		want      int64 // watermark just after the reset
+		wantN     int
+	}{
+		{name: "below the window", add: []int64{1000, 1001, 1002}, reset: 5, wantReset: true, want: 5, wantN: 1},
+		{name: "far below the window", add: []int64{100_000, 100_001}, done: []int64{100_000}, reset: 0, wantReset: true, want: 0, wantN: 1},
+		{name: "inside the window keeps lower pending", add: []int64{10, 11, 12, 13}, done: []int64{11}, reset: 12, wantReset: true, want: 10, wantN: 2},
+		{name: "in a later word", add: []int64{10, 70, 140, 200}, reset: 141, wantReset: true, want: 10, wantN: 4},
+		{name: "all done before", add: []int64{7, 8}, done: []int64{7, 8}, reset: 3, wantReset: true, want: 3, wantN: 1},
+		{name: "at the last offset", add: []int64{7, 8}, reset: 8, wantReset: true, want: 7, wantN: 2},
+		{name: "no reset", add: []int64{7, 8}, reset: 9, want: 7, wantN: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker()
+			for _, o := range tt.add {
+				tr.Add(o)
+			}
+			for _, o := range tt.done {
+				tr.Done(o)
+			}
+			if got := tr.Add(tt.reset); got != tt.wantReset {
+				t.Errorf("Add(%d) reset = %v, want %v", tt.reset, got, tt.wantReset)
+			}
+			if got, _ := tr.Watermark(); got != tt.want {
+				t.Errorf("watermark %d, want %d", got, tt.want)
+			}
+			if tr.Pending() != tt.wantN {
+				t.Errorf("pending %d, want %d", tr.Pending(), tt.wantN)
+			}
+			// Finishing everything still pending ends one past the reset
+			// offset: what was added before it above it is gone.
+			for o := int64(0); o <= tt.reset; o++ {
+				tr.Done(o)
+			}
+			if got, _ := tr.Watermark(); got != tt.reset+1 || tr.Pending() != 0 {
+				t.Errorf("after finishing: watermark %d pending %d, want %d and 0", got, tr.Pending(), tt.reset+1)
+			}
+		})
+	}
+}
+
+func TestTrackerSkip(t *testing.T) {
+	tr := NewTracker()
+	tr.Add(10)
+	tr.Skip(20) // a batch 11..19 the consumer could not read
+	if got, _ := tr.Watermark(); got != 10 {
+		t.Fatalf("watermark %d, want 10 while 10 is pending", got)
+	}
+	tr.Done(10)
+	if got, _ := tr.Watermark(); got != 20 {
+		t.Fatalf("watermark %d, want 20", got)
+	}
+	tr.Add(20)
+	if got, _ := tr.Watermark(); got != 20 {
+		t.Fatalf("watermark %d, want 20", got)
+	}
+}
+
+// TestTrackerRandomResets mixes adds, completions and occasional resets to a
+// lower offset, checking the watermark against a plain set after each step.
+func TestTrackerRandomResets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 50; round++ {
+		tr := NewTracker()
+		pending := map[int64]bool{}
+		next := int64(rng.IntN(1000))
+		added := false
+		for i := 0; i < 3000; i++ {
+			switch k := rng.IntN(20); {
+			case k == 0 && added && next > 0: // reset to a lower offset
+				o := next - 1 - int64(rng.IntN(int(min(next, 300))))
+				if !tr.Add(o) {
+					t.Fatalf("round %d step %d: Add(%d) after %d did not report a reset", round, i, o, next-1)
+				}
+				for p := range pending {
+					if p >= o {
+						delete(pending, p)
+					}
+				}
+				pending[o] = true
+				next = o + 1
+			case k < 12 || len(pending) == 0:
+				next += int64(rng.IntN(3) / 2 * rng.IntN(200))
+				if tr.Add(next) {
+					t.Fatalf("round %d step %d: Add(%d) reported a reset", round, i, next)
+				}
+				pending[next] = true
+				next++
+				added = true
+			default:
+				for p := range pending { // a random pending offset
+					tr.Done(p)
+					delete(pending, p)
+					break
+				}
+			}
+			want := next
+			for p := range pending {
+				want = min(want, p)
+			}
+			if got, _ := tr.Watermark(); got != want || tr.Pending() != len(pending) {
+				t.Fatalf("round %d step %d: watermark %d pending %d, want %d and %d", round, i, got, tr.Pending(), want, len(pending))
+			}
+		}
+	}
+}

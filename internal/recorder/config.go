@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -48,6 +49,14 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful stop (the last insert and
 	// commit); default DefaultShutdownTimeout (20s). --shutdown-timeout.
 	ShutdownTimeout time.Duration
+	// SessionTimeout is the group session timeout; default
+	// kafka.DefaultSessionTimeout (6s). --session-timeout.
+	SessionTimeout time.Duration
+	// OutcomesKey, when set, makes the recorder store only events signed
+	// with it by the canceller (outcome.HeaderSignature); others are
+	// counted and skipped. Default none: every event is stored.
+	// --outcomes-key-file.
+	OutcomesKey []byte
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -75,6 +84,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = kafka.DefaultSessionTimeout
 	}
 	return c
 }

@@ -16,6 +16,7 @@ type metrics struct {
 	duration   prometheus.Histogram
 	lastInsert prometheus.Gauge
 	malformed  prometheus.Counter
+	rejected   prometheus.Counter
 	buffered   prometheus.Gauge
 }
 
@@ -42,6 +43,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		buffered: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "buffered_rows",
 			Help: "Events read and waiting for their insert."}),
 	}
-	reg.MustRegister(m.rows, m.errors, m.batches, m.batchRows, m.duration, m.lastInsert, m.malformed, m.buffered)
+	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rejected_events_total",
+		Help: "Outcome events skipped because their signature is missing or wrong (only with --outcomes-key-file)."})
+	reg.MustRegister(m.rows, m.errors, m.batches, m.batchRows, m.duration, m.lastInsert, m.malformed, m.rejected, m.buffered)
 	return m
 }

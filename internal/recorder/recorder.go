@@ -13,8 +13,10 @@ import (
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/offsets"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // Recorder consumes outcome events into ClickHouse. Create one with New and
@@ -40,6 +42,9 @@ type Recorder struct {
 type Options struct {
 	// Kafka are the connection options (brokers, TLS, SASL, client id).
 	Kafka []kgo.Opt
+	// Hooks observe the recorder's Kafka client (client metrics); default
+	// none.
+	Hooks []kgo.Hook
 	// Store receives the events; required.
 	Store *chstore.Store
 	// Clock is the time source of flushes and retries; default the wall
@@ -78,19 +83,20 @@ func New(cfg Config, o Options) (*Recorder, error) {
 		metrics: newMetrics(o.Registerer),
 		offs:    make(offsets.Commits),
 	}
-	opts := append([]kgo.Opt{
-		kgo.ConsumerGroup(cfg.Group),
-		kgo.ConsumeTopics(cfg.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// Commit a batch only after its insert.
-		kgo.DisableAutoCommit(),
-		// Rebalances wait until the batch is inserted and committed, so a
-		// commit never lands on a partition that moved to another member.
-		kgo.BlockRebalanceOnPoll(),
+	// Manual commits: a batch is committed only after its insert.
+	// Rebalances wait until the batch is inserted and committed
+	// (BlockRebalanceOnPoll), so a commit never lands on a partition that
+	// moved to another member.
+	group := kafka.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout}
+	opts := append(group.Opts(),
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) {
 			r.log.Debug("a rebalance waits for the current batch")
 		}),
-	}, o.Kafka...)
+	)
+	opts = append(opts, o.Kafka...)
+	if len(o.Hooks) > 0 {
+		opts = append(opts, kgo.WithHooks(o.Hooks...))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("recorder: kafka client: %w", err)
@@ -136,7 +142,16 @@ func (r *Recorder) consume(ctx context.Context) {
 			return
 		}
 		fs.EachError(func(topic string, partition int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			switch tooLarge := kafka.SkipBatch(r.cl, err); {
+			case tooLarge != nil:
+				// Not events the canceller wrote: they are skipped, and the
+				// skip is committed with the batch.
+				r.metrics.malformed.Inc()
+				r.stats.malformed.Add(1)
+				r.log.Warn("skipping a record batch that decompresses to more than the limit", "topic", topic, "partition", partition,
+					"offsets", fmt.Sprintf("%d-%d", tooLarge.Offset, tooLarge.NextOffset-1))
+				r.mark(topic, partition, tooLarge.Epoch, tooLarge.NextOffset)
+			case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
 				r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 			}
 		})
@@ -185,10 +200,17 @@ func (r *Recorder) add(rec *kgo.Record) {
 		r.timer = r.clock.NewTimer(r.cfg.FlushInterval)
 	}
 	r.records++
-	if r.offs[rec.Topic] == nil {
-		r.offs[rec.Topic] = make(map[int32]kgo.EpochOffset)
+	r.mark(rec.Topic, rec.Partition, rec.LeaderEpoch, rec.Offset+1)
+	if len(r.cfg.OutcomesKey) > 0 {
+		sig, _ := tiers.Header(rec.Headers, outcome.HeaderSignature)
+		if !outcome.Verify(r.cfg.OutcomesKey, rec.Value, sig) {
+			r.metrics.rejected.Inc()
+			r.stats.rejected.Add(1)
+			r.log.Warn("skipping an outcome event without a valid signature: it was not written by a canceller with the key",
+				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+			return
+		}
 	}
-	r.offs[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
 	ev, err := outcome.Unmarshal(rec.Value)
 	if err != nil {
 		r.metrics.malformed.Inc()
@@ -198,6 +220,14 @@ func (r *Recorder) add(rec *kgo.Record) {
 	}
 	r.events = append(r.events, ev)
 	r.metrics.buffered.Set(float64(len(r.events)))
+}
+
+// mark sets the offset to commit for a partition with the batch.
+func (r *Recorder) mark(topic string, partition, epoch int32, next int64) {
+	if r.offs[topic] == nil {
+		r.offs[topic] = make(map[int32]kgo.EpochOffset)
+	}
+	r.offs[topic][partition] = kgo.EpochOffset{Epoch: epoch, Offset: next}
 }
 
 // flush inserts the batch, retrying until it succeeds or ctx is done, then
@@ -219,7 +249,9 @@ func (r *Recorder) flush(ctx context.Context) error {
 	// commit is logged and loses nothing: the batch is read and inserted
 	// again, and the copies count once.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.InsertTimeout)
-	offsets.Commit(cctx, r.cl, r.offs, r.log)
+	if err := offsets.Commit(cctx, r.cl, r.offs); err != nil {
+		r.log.Warn("commit failed; the batch is read again after a restart or rebalance, and counts once", "err", err)
+	}
 	cancel()
 	r.stats.flushed.Add(int64(r.records))
 	r.events, r.records, r.offs = r.events[:0], 0, make(offsets.Commits)
@@ -273,7 +305,7 @@ func (r *Recorder) insert(ctx context.Context, events []outcome.Event) error {
 }
 
 type stats struct {
-	inserted, batches, flushed, malformed, insertErrors atomic.Int64
+	inserted, batches, flushed, malformed, rejected, insertErrors atomic.Int64
 }
 
 // Stats are the recorder's counters since it started.
@@ -286,6 +318,8 @@ type Stats struct {
 	Flushed int64
 	// Malformed counts records that are not an outcome event.
 	Malformed int64
+	// Rejected counts events skipped for a missing or wrong signature.
+	Rejected int64
 	// InsertErrors counts failed insert attempts.
 	InsertErrors int64
 }
@@ -294,6 +328,6 @@ type Stats struct {
 func (r *Recorder) Stats() Stats {
 	return Stats{
 		Inserted: r.stats.inserted.Load(), Batches: r.stats.batches.Load(), Flushed: r.stats.flushed.Load(),
-		Malformed: r.stats.malformed.Load(), InsertErrors: r.stats.insertErrors.Load(),
+		Malformed: r.stats.malformed.Load(), Rejected: r.stats.rejected.Load(), InsertErrors: r.stats.insertErrors.Load(),
 	}
 }

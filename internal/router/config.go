@@ -1,10 +1,12 @@
 package router
 
 import (
+	"path"
+	"strings"
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -14,10 +16,22 @@ const (
 	DefaultMaxDelay            = 365 * 24 * time.Hour
 	DefaultTimerCapacity       = 10_000
 	DefaultMaxHeldPerPartition = 1_000
-	DefaultCommitInterval      = time.Second
+	DefaultCommitInterval      = 50 * time.Millisecond
 	DefaultShutdownTimeout     = 20 * time.Second
 	DefaultRevokeTimeout       = 5 * time.Second
 	DefaultFetchPartitionBytes = 256 << 10
+	// DefaultMaxHeldBytesPerPartition bounds the bytes of the records one
+	// partition holds (waiting, in the timer, or being produced onward). With
+	// the default 6 partitions of 3 tiers and the timer's bytes, the router
+	// holds at most about 110 MiB of records, whatever they contain.
+	DefaultMaxHeldBytesPerPartition = 4 << 20
+	// DefaultTimerBytes bounds the bytes of the records in the in-memory
+	// timer.
+	DefaultTimerBytes = 32 << 20
+	// DefaultMaxInFlightPerTarget bounds the produces in flight to one
+	// topic; more wait in the router, so that a topic that keeps failing
+	// cannot fill the client's produce buffer for the others.
+	DefaultMaxInFlightPerTarget = 10_000
 )
 
 // Config is the router's behaviour; the Kafka connection is passed to New as
@@ -33,8 +47,29 @@ type Config struct {
 	Target string
 	// DeadLetter is the dead-letter topic; default Prefix + "dlq".
 	DeadLetter string
+	// Outcomes is the canceller's outcome topic, which a record may never
+	// name as its target; default Prefix + "outcomes".
+	Outcomes string
+	// AllowedTargets are the topics a record may name in hourglass-target,
+	// as patterns of path.Match ("orders.*", "*.cancel"); a record naming
+	// another goes to the dead-letter topic (target_invalid). The delay
+	// topics, the dead-letter topic and Outcomes are never targets, whatever
+	// the patterns say. Default: Target alone.
+	AllowedTargets []string
 	// Group is the consumer group; default DefaultGroup.
 	Group string
+	// InstanceID makes the router a static member of its group: restarted
+	// with the same id, it takes its partitions back at once instead of
+	// after SessionTimeout. Default "": a dynamic member.
+	InstanceID string
+	// SessionTimeout is the group session timeout: how long the partitions
+	// of a router that died (and was not restarted) wait before another
+	// router takes them; default kafka.DefaultSessionTimeout (6s).
+	SessionTimeout time.Duration
+	// Limits bound the key, headers and value of a delay record; a larger
+	// record goes to the dead-letter topic. Zero fields take the
+	// tiers.Limits defaults.
+	Limits tiers.Limits
 	// MaxDelay rejects records due further ahead than this (to the
 	// dead-letter topic); default DefaultMaxDelay (365 days).
 	MaxDelay time.Duration
@@ -43,15 +78,27 @@ type Config struct {
 	// the head of its partition, which is paused; default
 	// DefaultTimerCapacity.
 	TimerCapacity int
+	// TimerBytes bounds the bytes of the records in the timer; default
+	// DefaultTimerBytes.
+	TimerBytes int
 	// MaxHeldPerPartition is how many records a partition may hold waiting
 	// out their tier before the router pauses fetching it; default
 	// DefaultMaxHeldPerPartition.
 	MaxHeldPerPartition int
+	// MaxHeldBytesPerPartition is how many bytes of records a partition may
+	// hold (waiting, in the timer or being produced) before the router
+	// pauses fetching it; default DefaultMaxHeldBytesPerPartition.
+	MaxHeldBytesPerPartition int
+	// MaxInFlightPerTarget bounds the produces in flight to one topic;
+	// default DefaultMaxInFlightPerTarget.
+	MaxInFlightPerTarget int
 	// FetchPartitionBytes bounds what one fetch returns per partition, and so
 	// what a partition can hold beyond MaxHeldPerPartition; default
 	// DefaultFetchPartitionBytes (256 KiB).
 	FetchPartitionBytes int32
-	// CommitInterval is how often the watermarks are committed; default
+	// CommitInterval is the least time between two commits. Offsets are
+	// committed as soon as produces are acknowledged, at most this often, so
+	// a crash repeats about this much traffic; default
 	// DefaultCommitInterval.
 	CommitInterval time.Duration
 	// RevokeTimeout bounds how long a revoke waits for produces in flight
@@ -75,6 +122,16 @@ func (c Config) WithDefaults() Config {
 	if c.DeadLetter == "" {
 		c.DeadLetter = tiers.DeadLetterTopic(c.Prefix)
 	}
+	if c.Outcomes == "" {
+		c.Outcomes = tiers.OutcomesTopic(c.Prefix)
+	}
+	if len(c.AllowedTargets) == 0 {
+		c.AllowedTargets = []string{c.Target}
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = kafka.DefaultSessionTimeout
+	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.Group == "" {
 		c.Group = DefaultGroup
 	}
@@ -84,8 +141,17 @@ func (c Config) WithDefaults() Config {
 	if c.TimerCapacity == 0 {
 		c.TimerCapacity = DefaultTimerCapacity
 	}
+	if c.TimerBytes == 0 {
+		c.TimerBytes = DefaultTimerBytes
+	}
 	if c.MaxHeldPerPartition == 0 {
 		c.MaxHeldPerPartition = DefaultMaxHeldPerPartition
+	}
+	if c.MaxHeldBytesPerPartition == 0 {
+		c.MaxHeldBytesPerPartition = DefaultMaxHeldBytesPerPartition
+	}
+	if c.MaxInFlightPerTarget == 0 {
+		c.MaxInFlightPerTarget = DefaultMaxInFlightPerTarget
 	}
 	if c.FetchPartitionBytes == 0 {
 		c.FetchPartitionBytes = DefaultFetchPartitionBytes
@@ -117,7 +183,7 @@ func (c Config) Validate() []error {
 		bad("topic-prefix", "must not be empty")
 	}
 	for _, t := range []struct{ flag, topic string }{
-		{"target", c.Target}, {"dlq-topic", c.DeadLetter},
+		{"target", c.Target}, {"dlq-topic", c.DeadLetter}, {"outcomes-topic", c.Outcomes},
 	} {
 		if err := tiers.ValidTopic(t.topic); err != nil {
 			bad(t.flag, "%v", err)
@@ -126,10 +192,39 @@ func (c Config) Validate() []error {
 	if err := tiers.ValidTopic(tiers.Topic(c.Prefix, c.Tiers.Largest())); err != nil {
 		bad("topic-prefix", "%v", err)
 	}
-	for _, topic := range c.Tiers.Topics(c.Prefix) {
-		if topic == c.Target || topic == c.DeadLetter {
-			bad("target", "%s is also a delay topic", topic)
+	if c.Prefix != "" && c.Tiers.Len() > 0 {
+		if reason := c.forbidden(c.Target); reason != "" {
+			bad("target", "%s is %s", c.Target, reason)
 		}
+		if c.DeadLetter == c.Outcomes {
+			bad("dlq-topic", "%s is also the outcomes topic", c.DeadLetter)
+		}
+		if strings.HasPrefix(c.DeadLetter, c.delayPrefix()) || strings.HasPrefix(c.Outcomes, c.delayPrefix()) {
+			bad("dlq-topic", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
+		}
+	}
+	for _, p := range c.AllowedTargets {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			bad("allowed-targets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", p)
+		}
+	}
+	if len(c.InstanceID) > 249 || strings.ContainsFunc(c.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		bad("instance-id", "%q: want at most 249 printable ASCII characters without spaces", c.InstanceID)
+	}
+	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
+		bad("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
+	}
+	for _, l := range []struct {
+		flag string
+		v    int
+	}{{"max-key-bytes", c.Limits.KeyBytes}, {"max-header-bytes", c.Limits.HeaderBytes}, {"max-headers", c.Limits.Headers}, {"max-value-bytes", c.Limits.ValueBytes}} {
+		if l.v < 1 {
+			bad(l.flag, "%d: must be at least 1", l.v)
+		}
+	}
+	if c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes > tiers.MaxDeadLetterBytes-16<<10 {
+		bad("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
+			c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes, tiers.MaxDeadLetterBytes-16<<10)
 	}
 	if c.Group == "" {
 		bad("group", "must not be empty")
@@ -140,8 +235,17 @@ func (c Config) Validate() []error {
 	if c.TimerCapacity < 1 {
 		bad("timer-capacity", "%d: must be at least 1", c.TimerCapacity)
 	}
+	if c.TimerBytes < 1<<20 {
+		bad("timer-bytes", "%d: must be at least 1 MiB", c.TimerBytes)
+	}
 	if c.MaxHeldPerPartition < 1 {
 		bad("max-held-per-partition", "%d: must be at least 1", c.MaxHeldPerPartition)
+	}
+	if c.MaxHeldBytesPerPartition < 1<<20 {
+		bad("max-held-bytes-per-partition", "%d: must be at least 1 MiB", c.MaxHeldBytesPerPartition)
+	}
+	if c.MaxInFlightPerTarget < 1 {
+		bad("max-in-flight-per-target", "%d: must be at least 1", c.MaxInFlightPerTarget)
 	}
 	if c.FetchPartitionBytes < 1<<10 {
 		bad("fetch-partition-bytes", "%d: must be at least 1024", c.FetchPartitionBytes)
@@ -155,4 +259,32 @@ func (c Config) Validate() []error {
 		}
 	}
 	return errs
+}
+
+// delayPrefix is what every delay topic's name starts with.
+func (c Config) delayPrefix() string { return tiers.DelayTopicPrefix(c.Prefix) }
+
+// forbidden says why topic can never be a target, or "" if it can be one:
+// a record sent to a delay topic would loop, and the dead-letter and
+// outcomes topics must hold only what Hourglass itself writes there.
+func (c Config) forbidden(topic string) string {
+	switch {
+	case strings.HasPrefix(topic, c.delayPrefix()):
+		return "a delay topic"
+	case topic == c.DeadLetter:
+		return "the dead-letter topic"
+	case topic == c.Outcomes:
+		return "the outcomes topic"
+	}
+	return ""
+}
+
+// allowed says whether topic matches AllowedTargets.
+func (c Config) allowed(topic string) bool {
+	for _, p := range c.AllowedTargets {
+		if ok, _ := path.Match(p, topic); ok {
+			return true
+		}
+	}
+	return false
 }

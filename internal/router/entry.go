@@ -9,22 +9,102 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// entry is one delay record the router holds: waiting out its tier, or in
-// the in-memory timer waiting for its due time.
+// state is where an entry is.
+type state uint8
+
+const (
+	// waiting out its tier, in the wake heap; counts towards pausing its
+	// partition.
+	stateWaiting state = iota + 1
+	// in the in-memory timer (wake heap), waiting for its due time.
+	stateTimer
+	// in the wake heap, waiting to try its dead letter again.
+	stateRetry
+	// being produced onward: waiting for room at its target or in flight.
+	stateProducing
+)
+
+// entry is one delay record the router holds from its fetch until its
+// record onward (forward, hop or dead letter) is acknowledged.
 type entry struct {
 	rec   *kgo.Record
 	meta  tiers.Meta
 	part  *partition
-	ready time.Time // when to act on it: tier wait over, or due
-	timer bool      // held in the in-memory timer, not waiting out its tier
-	idx   int       // index in wakeHeap; -1 when not in it
+	ready time.Time // when to act on it: tier wait over, due, or retry
+	state state
+	idx   int // index in wakeHeap; -1 when not in it
+	size  int // bytes it counts for in its partition
+	// epoch is its partition's epoch when it was fetched; a completion of
+	// an entry from before a reset of the partition finishes nothing.
+	epoch int
+
+	// Dead letters: why, whether the dead-letter topic refused the full
+	// dead letter as too large, and failed tries so far.
+	cause   error
+	minimal bool
+	tries   int
+
+	owned bool // rec is a copy of its own (see own)
 }
 
-// wakeHeap orders every entry the router holds by ready time; one clock
-// timer is armed for its minimum. Ready times in a delay topic rise with the
-// offset only roughly (a producer's linger or clock puts a record behind one
-// that is ready a few milliseconds later), so a record is never made to wait
-// for the records before it in its partition.
+// entryOverhead is what an entry costs beyond its record's bytes: the
+// entry, the record and its header slice.
+const entryOverhead = 320
+
+// recordBytes is what the key, value and headers of rec take.
+func recordBytes(rec *kgo.Record) int {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// own makes e hold a copy of its record's key, value and header values in
+// one allocation of its own, once. A record returned by a fetch points into
+// the fetch's buffer, so an entry held for its tier would hold the whole
+// buffer (up to the fetch's size, or a decompressed batch) for as long as it
+// waits; the copy holds only itself, which is what the byte limits count.
+func (e *entry) own() {
+	if e.owned {
+		return
+	}
+	e.owned = true
+	rec := e.rec
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	take := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(buf)
+		buf = append(buf, b...)
+		return buf[start:len(buf):len(buf)]
+	}
+	out := &kgo.Record{
+		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
+		LeaderEpoch: rec.LeaderEpoch, Attrs: rec.Attrs,
+		Key: take(rec.Key), Value: take(rec.Value),
+	}
+	if len(rec.Headers) > 0 {
+		out.Headers = make([]kgo.RecordHeader, len(rec.Headers))
+		for i, h := range rec.Headers {
+			// Header names are strings of their own already.
+			out.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: take(h.Value)}
+		}
+	}
+	e.rec = out
+}
+
+// wakeHeap orders the entries in memory that wait for a time (waiting out a
+// tier, in the timer, or waiting to retry a dead letter) by that time; one
+// clock timer is armed for its minimum. Ready times in a delay topic rise
+// with the offset only roughly (a producer's linger or clock puts a record
+// behind one that is ready a few milliseconds later), so a record is never
+// made to wait for the records before it in its partition.
 type wakeHeap []*entry
 
 func (h wakeHeap) Len() int           { return len(h) }

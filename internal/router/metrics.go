@@ -20,6 +20,8 @@ type metrics struct {
 	overrun     *prometheus.HistogramVec
 	held        *prometheus.GaugeVec
 
+	deadLetterRetries prometheus.Counter
+
 	hops map[[2]time.Duration]prometheus.Counter // hopped by (from, to); the loop's
 }
 
@@ -51,15 +53,21 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: telemetry.LatencyBuckets}, []string{"tier"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_records",
 			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
+		deadLetterRetries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
+			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}),
 		hops: make(map[[2]time.Duration]prometheus.Counter),
 	}
-	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held,
+	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held, m.deadLetterRetries,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_bytes",
+			Help: "Bytes of the records the router holds: waiting, in the timer, or being produced onward."}, load(&st.heldBytes)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "produce_waiting_records",
+			Help: "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight."}, load(&st.queued)),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
 			Help: "Held records put back into Kafka at a revoke or a stop."}, load(&st.handedOff)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
 			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}, load(&st.timer)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
-			Help: "Partitions paused because they hold --max-held-per-partition records."}, load(&st.paused)),
+			Help: "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes."}, load(&st.paused)),
 	)
 	// Start every tier's series at zero, so that rates and alerts see them
 	// before the first event.
@@ -75,14 +83,11 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 		}
 	}
 	for _, r := range []tiers.Reason{tiers.ReasonDueMissing, tiers.ReasonDueEmpty, tiers.ReasonDueNotNumber, tiers.ReasonDueNegative,
-		tiers.ReasonDueTooFar, tiers.ReasonKeyMissing, reasonProduceFailed} {
+		tiers.ReasonDueTooFar, tiers.ReasonKeyMissing, tiers.ReasonTargetInvalid, tiers.ReasonKeyTooLarge, tiers.ReasonHeadersTooLarge,
+		tiers.ReasonValueTooLarge, reasonBatchTooLarge, reasonProduceFailed} {
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	return m
 }
 
 func load(v *atomic.Int64) func() float64 { return func() float64 { return float64(v.Load()) } }
-
-// reasonProduceFailed is the dead-letter reason of a record whose produce
-// onward failed for good.
-const reasonProduceFailed tiers.Reason = "produce_failed"

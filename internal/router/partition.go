@@ -24,19 +24,29 @@ type partition struct {
 	forwarded prometheus.Counter
 	overrun   prometheus.Observer
 
-	// waiting counts the records held waiting out their tier (in the wake
-	// heap, not in the timer); it decides when the partition is paused.
-	waiting int
 	// track has every record fetched and not yet produced onward.
 	track offsets.Tracker
-	// inflight counts produces for this partition not yet acknowledged.
-	inflight int
-	// timed counts this partition's records in the in-memory timer.
+	// epoch counts the resets of the partition (see offsets.Tracker.Add).
+	epoch int
+	// waiting counts the entries waiting out their tier; with bytes, it
+	// decides when the partition is paused.
+	waiting int
+	// bytes counts the bytes of every entry of the partition in memory:
+	// waiting, in the timer, retrying a dead letter or being produced.
+	bytes int
+	// producing counts the entries being produced onward (waiting for room
+	// at their target or in flight).
+	producing int
+	// timed counts the entries in the in-memory timer.
 	timed int
-	// paused is whether the router paused fetching: it holds
-	// MaxHeldPerPartition waiting records.
+	// paused is whether the router paused fetching it.
 	paused bool
-	// gone is set once a revoked partition's offsets are committed, and at
-	// once for a lost one; completions for it are then ignored.
+	// leaving is set when the partition is being revoked or is lost: its
+	// held records are handed off or dropped, and records fetched for it
+	// from then on are not taken (the next owner reads them).
+	leaving bool
+	// gone is set once a revoked partition's offsets are taken for its
+	// last commit, and at once for a lost one; what is left of it is then
+	// dropped.
 	gone bool
 }

@@ -88,19 +88,23 @@ func (b *bundle) waitStats(t *testing.T, cond func(Stats) bool) {
 	}
 }
 
-// waitArmed waits until the router has armed its timer (it holds a record
-// that is not due), bounded.
-func (b *bundle) waitArmed(t *testing.T) {
+// waitArmed waits until the router has armed its wake timer for at (it
+// holds a record that is not due), bounded. A timer armed for any other time
+// fails the test: the router would act early or late.
+func (b *bundle) waitArmed(t *testing.T, at time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	// The commit timer is always armed; the wake timer is the second one.
-	for b.clock.Armed() < 2 {
+	for b.router.wakeAt.Load() != at.UnixNano() {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("router never armed its timer; stats %+v", b.router.Stats())
+			armed := "not armed"
+			if ns := b.router.wakeAt.Load(); ns != 0 {
+				armed = "armed for " + time.Unix(0, ns).Sub(at).String() + " from the expected time"
+			}
+			t.Fatalf("router never armed its timer for %v (%s); stats %+v", at, armed, b.router.Stats())
 		case <-tick.C:
 		}
 	}
@@ -149,7 +153,7 @@ func TestHoldHopForward(t *testing.T) {
 	t0 := b.clock.Now()
 	due := t0.Add(37 * time.Second)
 	b.produce(t, tiers.Topic(b.cfg.Prefix, 30*time.Second), "order-1", t0, due)
-	b.waitArmed(t)
+	b.waitArmed(t, t0.Add(30*time.Second))
 	before := b.router.Stats()
 
 	b.clock.Advance(30*time.Second - time.Millisecond) // one ms before the tier wait ends
@@ -165,14 +169,14 @@ func TestHoldHopForward(t *testing.T) {
 	if !hop.Timestamp.Equal(t0.Add(30 * time.Second)) {
 		t.Errorf("hop timestamp %v, want the router's clock %v", hop.Timestamp, t0.Add(30*time.Second))
 	}
-	b.waitArmed(t)
+	b.waitArmed(t, t0.Add(35*time.Second))
 
 	b.clock.Advance(5 * time.Second) // 35s: 2s left -> the 1s tier
 	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+2 })
-	b.waitArmed(t)
+	b.waitArmed(t, t0.Add(36*time.Second))
 	b.clock.Advance(time.Second) // 36s: 1s left, not less than the smallest tier -> 1s tier again
 	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+3 })
-	b.waitArmed(t)
+	b.waitArmed(t, due)
 	b.clock.Advance(time.Second - time.Millisecond) // 1 ms before due
 	if s := b.router.Stats(); s.Forwarded != before.Forwarded {
 		t.Fatalf("forwarded early: %+v", s)
@@ -197,7 +201,7 @@ func TestShortDelayUsesTimer(t *testing.T) {
 	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
 	b.produce(t, topic, "long", t0, t0.Add(10*time.Second))
 	b.produce(t, topic, "short", t0, t0.Add(2*time.Second))
-	b.waitArmed(t)
+	b.waitArmed(t, t0.Add(2*time.Second))
 	before := b.router.Stats()
 	b.clock.Advance(2 * time.Second)
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
@@ -229,7 +233,7 @@ func TestTimerFullWaitsInPlace(t *testing.T) {
 	for i, d := range []time.Duration{2 * time.Second, 3 * time.Second, 4 * time.Second} {
 		b.produce(t, topic, "k"+strconv.Itoa(i), t0, t0.Add(d))
 	}
-	b.waitArmed(t)
+	b.waitArmed(t, t0.Add(2*time.Second))
 	before := b.router.Stats()
 	for i := range 3 {
 		b.clock.Advance(time.Second)
@@ -243,7 +247,7 @@ func TestTimerFullWaitsInPlace(t *testing.T) {
 			t.Errorf("k%d forwarded at %s, want %s", i, v, want)
 		}
 		if i < 2 {
-			b.waitArmed(t)
+			b.waitArmed(t, t0.Add(time.Duration(i+3)*time.Second))
 		}
 	}
 }
@@ -260,7 +264,7 @@ func TestPauseWhenFull(t *testing.T) {
 	}
 	b.waitStats(t, func(s Stats) bool { return s.Paused == 1 })
 	before := b.router.Stats()
-	b.waitArmed(t)
+	b.waitArmed(t, t0.Add(5*time.Second))
 	b.clock.Advance(5 * time.Second)
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+6 && s.Paused == 0 })
 }
@@ -274,15 +278,17 @@ func TestOutOfOrderReady(t *testing.T) {
 	b := setup(t, Config{Tiers: table})
 	t0 := b.clock.Now()
 	topic := tiers.Topic(b.cfg.Prefix, 5*time.Second)
-	b.produce(t, topic, "stamped-later", t0.Add(10*time.Millisecond), t0.Add(20*time.Second))
-	b.produce(t, topic, "due-first", t0, t0.Add(5*time.Second))
-	b.waitArmed(t)
+	// Stamped 10 ms apart, in the past of the router's clock (a timestamp
+	// ahead of it counts from now: see TestClockSkew).
+	b.produce(t, topic, "stamped-later", t0, t0.Add(20*time.Second))
+	b.produce(t, topic, "due-first", t0.Add(-10*time.Millisecond), t0.Add(5*time.Second-10*time.Millisecond))
+	b.waitArmed(t, t0.Add(5*time.Second-10*time.Millisecond))
 	before := b.router.Stats()
-	b.clock.Advance(5 * time.Second)
+	b.clock.Advance(5*time.Second - 10*time.Millisecond)
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
 	out := b.read(t, b.cfg.Target, "due-first", 1)[0]
-	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(t0.Add(5*time.Second))) {
-		t.Errorf("forwarded at %s, want the due time %d", v, t0.Add(5*time.Second).UnixMilli())
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(t0.Add(5*time.Second-10*time.Millisecond))) {
+		t.Errorf("forwarded at %s, want the due time %d", v, t0.Add(5*time.Second-10*time.Millisecond).UnixMilli())
 	}
 	if s := b.router.Stats(); s.Hopped != before.Hopped {
 		t.Errorf("the later record hopped before its tier wait ended: %+v", s)

@@ -9,6 +9,8 @@ type stats struct {
 	handedOff                       atomic.Int64
 	paused                          atomic.Int64 // partitions paused now
 	timer                           atomic.Int64 // records in the in-memory timer now
+	heldBytes                       atomic.Int64 // bytes of the records held now
+	queued                          atomic.Int64 // produces waiting for room at their target now
 }
 
 // Stats are the router's counters since it started.
@@ -18,6 +20,7 @@ type Stats struct {
 	DeadLettered int64 // records sent to the dead-letter topic
 	Paused       int64 // partitions paused now
 	HandedOff    int64 // held records put back into Kafka at a revoke or stop
+	HeldBytes    int64 // bytes of the records held now
 }
 
 // Stats returns the counters.
@@ -28,5 +31,6 @@ func (r *Router) Stats() Stats {
 		DeadLettered: r.stats.deadLettered.Load(),
 		Paused:       r.stats.paused.Load(),
 		HandedOff:    r.stats.handedOff.Load(),
+		HeldBytes:    r.stats.heldBytes.Load(),
 	}
 }

@@ -50,9 +50,9 @@ func New() *Registry {
 	return t
 }
 
-// Hook returns the kgo option that reports a client's metrics; give it to
+// Hook returns the kgo hook that reports a client's metrics; give it to
 // one client only.
-func (t *Registry) Hook() kgo.Opt { return kgo.WithHooks(t.kafk) }
+func (t *Registry) Hook() kgo.Hook { return t.kafk }
 
 // WatchLag refreshes the lag gauge of group every interval until ctx is
 // canceled.

@@ -1,0 +1,130 @@
+package canceller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// onwardKind is what a record the canceller produces is.
+type onwardKind uint8
+
+const (
+	kindOutcome onwardKind = iota
+	kindRetry
+	kindDeadLetter
+)
+
+func (k onwardKind) String() string {
+	switch k {
+	case kindOutcome:
+		return "outcome"
+	case kindRetry:
+		return "retry"
+	}
+	return "dead_letter"
+}
+
+// onward is a record the canceller produces for a job: its outcome event,
+// the retry of its task, or its dead letter.
+type onward struct {
+	rec  *kgo.Record
+	kind onwardKind
+}
+
+// Produce retries: a record refused for good is produced again after
+// produceBackoff, doubling up to produceBackoffMax, until it is
+// acknowledged or its partition is revoked. A refusal is never fatal: the
+// job stays unfinished (its offset uncommitted) meanwhile, and the rest of
+// the canceller goes on.
+const (
+	produceBackoff    = 100 * time.Millisecond
+	produceBackoffMax = 30 * time.Second
+)
+
+// sending is the produce state of one job's records.
+type sending struct {
+	j    job
+	left atomic.Int32
+	once sync.Once
+}
+
+// end finishes the job once: done when all its records are acknowledged,
+// not done when it is given up.
+func (s *sending) end(c *Canceller, done bool) {
+	s.once.Do(func() { c.finish(s.j, done) })
+}
+
+// send produces outs and finishes j when all are acknowledged.
+func (c *Canceller) send(j job, outs []onward) {
+	s := &sending{j: j}
+	s.left.Store(int32(len(outs)))
+	for _, o := range outs {
+		c.produce(s, o, 0)
+	}
+}
+
+func (c *Canceller) produce(s *sending, o onward, tries int) {
+	c.cl.Produce(context.Background(), o.rec, func(_ *kgo.Record, err error) {
+		if err == nil {
+			c.acked(s)
+			return
+		}
+		// A promise must not block on the client: go on elsewhere.
+		go c.failed(s, o, tries+1, err)
+	})
+}
+
+func (c *Canceller) acked(s *sending) {
+	if s.left.Add(-1) == 0 {
+		s.end(c, true)
+	}
+}
+
+// failed handles a record kgo gave up on (a retriable error is retried by
+// kgo itself without limit). A retry or a dead letter too large for its
+// topic is replaced by a dead letter that fits; an outcome event too large
+// (it cannot be: events are bounded) is given up with an error log; anything
+// else is produced again after a backoff.
+func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
+	c.metrics.produceErrors.WithLabelValues(o.kind.String()).Inc()
+	r := s.j.r
+	tooLarge := errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
+	switch {
+	case tooLarge && o.kind == kindRetry:
+		cause := fmt.Errorf("%s: retry to %s: %w", reasonProduceFailed, o.rec.Topic, err)
+		c.log.Warn("retry record refused; dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
+		c.metrics.deadLetters.WithLabelValues(reasonProduceFailed).Inc()
+		c.stats.deadLettered.Add(1)
+		c.produce(s, onward{tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}, 0)
+		return
+	case tooLarge && o.kind == kindDeadLetter && tries == 1:
+		cause, _ := tiers.Header(o.rec.Headers, tiers.HeaderReason)
+		c.produce(s, onward{tiers.MinimalDeadLetter(r, c.cfg.DeadLetter, errors.New(string(cause)), c.clock.Now()), kindDeadLetter}, tries)
+		return
+	case tooLarge && o.kind == kindOutcome:
+		c.log.Error("outcome event refused as too large; the close stands, but is not recorded", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
+		c.acked(s)
+		return
+	}
+	wait := min(produceBackoff<<min(tries-1, 20), produceBackoffMax)
+	c.log.Error("produce refused; trying again", "record", o.kind.String(), "to", o.rec.Topic, "source_topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+		"tries", tries, "in", wait, "err", err)
+	t := c.clock.NewTimer(wait)
+	select {
+	case <-t.C():
+		c.produce(s, o, tries)
+	case <-s.j.p.ctx.Done():
+		// Revoked or stopping: the next owner closes the task again.
+		t.Stop()
+		s.end(c, false)
+	}
+}

@@ -1,0 +1,252 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// reasonProduceFailed is the dead-letter reason of a record whose produce
+// onward failed for good.
+const reasonProduceFailed tiers.Reason = "produce_failed"
+
+type produceKind uint8
+
+const (
+	kindForward produceKind = iota
+	kindHop
+	kindDeadLetter
+)
+
+// flight is one produce of an entry's record onward.
+type flight struct {
+	e    *entry
+	out  *kgo.Record
+	kind produceKind
+	to   time.Duration // the tier of a hop
+}
+
+type completion struct {
+	f   *flight
+	err error
+}
+
+// target is the produce state of one topic: at most MaxInFlightPerTarget
+// produces in flight, the others waiting in order. A topic that keeps
+// failing with a retriable error (its partitions have no leader, say) holds
+// only its own records; the client's buffer and the loop stay free for the
+// other topics.
+type target struct {
+	topic    string
+	inflight int
+	waiting  []*flight
+	listed   bool // in Router.waitingFor
+}
+
+// Dead-letter retries: a dead letter the dead-letter topic refuses is tried
+// again after deadLetterBackoff, doubling up to deadLetterBackoffMax. It is
+// never given up on: its record stays uncommitted meanwhile, and the other
+// partitions flow.
+const (
+	deadLetterBackoff    = 100 * time.Millisecond
+	deadLetterBackoffMax = 30 * time.Second
+)
+
+// produce sends f, or queues it behind its target's produces in flight.
+func (r *Router) produce(f *flight) {
+	f.e.state = stateProducing
+	f.e.part.producing++
+	t := r.targets[f.out.Topic]
+	if t == nil {
+		t = &target{topic: f.out.Topic}
+		r.targets[t.topic] = t
+	}
+	if t.inflight >= r.cfg.MaxInFlightPerTarget || len(t.waiting) > 0 || r.bufferFull {
+		t.waiting = append(t.waiting, f)
+		r.stats.queued.Add(1)
+		if !t.listed {
+			t.listed = true
+			r.waitingFor = append(r.waitingFor, t)
+		}
+		return
+	}
+	r.send(t, f)
+}
+
+// send produces f without blocking: a full client buffer fails the produce
+// with kgo.ErrMaxBuffered, and complete queues it again.
+func (r *Router) send(t *target, f *flight) {
+	t.inflight++
+	// Records are produced with a background context: a stop waits for
+	// them (bounded by ShutdownTimeout) instead of abandoning them.
+	r.cl.TryProduce(context.Background(), f.out, func(_ *kgo.Record, err error) {
+		r.mu.Lock()
+		r.done = append(r.done, completion{f: f, err: err})
+		r.mu.Unlock()
+		select {
+		case r.doneSig <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// sendWaiting sends the waiting produces of every target with room.
+func (r *Router) sendWaiting() {
+	if len(r.waitingFor) == 0 || r.bufferFull {
+		return
+	}
+	keep := r.waitingFor[:0]
+	for _, t := range r.waitingFor {
+		for len(t.waiting) > 0 && t.inflight < r.cfg.MaxInFlightPerTarget {
+			f := t.waiting[0]
+			t.waiting[0] = nil
+			t.waiting = t.waiting[1:]
+			r.stats.queued.Add(-1)
+			if f.e.part.gone {
+				// Revoked or lost: the next owner reads it again.
+				f.e.part.producing--
+				r.release(f.e)
+				continue
+			}
+			r.send(t, f)
+		}
+		if len(t.waiting) > 0 {
+			keep = append(keep, t)
+			continue
+		}
+		t.listed, t.waiting = false, nil
+		r.forgetTarget(t)
+	}
+	clear(r.waitingFor[len(keep):])
+	r.waitingFor = keep
+}
+
+// forgetTarget drops t once nothing is in flight or waiting for it, so that
+// the targets kept stay bounded by those in use.
+func (r *Router) forgetTarget(t *target) {
+	if t.inflight == 0 && len(t.waiting) == 0 && !t.listed {
+		delete(r.targets, t.topic)
+	}
+}
+
+// complete applies the produce results waiting in r.done.
+func (r *Router) complete() {
+	r.mu.Lock()
+	done := r.done
+	r.done = nil
+	r.mu.Unlock()
+	progress := false
+	for _, c := range done {
+		f, e := c.f, c.f.e
+		p := e.part
+		t := r.targets[f.out.Topic]
+		t.inflight--
+		if errors.Is(c.err, kgo.ErrMaxBuffered) {
+			// The client's buffer is full (a backstop: targets are bounded
+			// first). Send it again once a produce has finished.
+			r.bufferFull = true
+			t.waiting = append([]*flight{f}, t.waiting...)
+			r.stats.queued.Add(1)
+			if !t.listed {
+				t.listed = true
+				r.waitingFor = append(r.waitingFor, t)
+			}
+			continue
+		}
+		r.bufferFull = false
+		r.forgetTarget(t)
+		p.producing--
+		if p.gone {
+			r.release(e)
+			continue
+		}
+		if c.err != nil {
+			if f.kind == kindDeadLetter {
+				r.deadLetterFailed(e, c.err)
+			} else {
+				r.deadLetter(e, fmt.Errorf("%s: %s to %s: %w", reasonProduceFailed, f.kind, f.out.Topic, c.err))
+			}
+			continue
+		}
+		switch f.kind {
+		case kindForward:
+			r.stats.forwarded.Add(1)
+			p.forwarded.Inc()
+		case kindHop:
+			r.stats.hopped.Add(1)
+			r.metrics.hop(p.tier, f.to).Inc()
+		}
+		if e.epoch == p.epoch {
+			p.track.Done(e.rec.Offset)
+			progress = true
+		}
+		r.release(e)
+		r.maybeResume(p)
+	}
+	if progress {
+		r.committer.Notify()
+	}
+}
+
+// release stops counting e's bytes: it has left the router.
+func (r *Router) release(e *entry) {
+	e.part.bytes -= e.size
+	r.stats.heldBytes.Add(-int64(e.size))
+	e.state = 0
+}
+
+// deadLetter produces e to the dead-letter topic with the reason.
+func (r *Router) deadLetter(e *entry, cause error) {
+	code := tiers.ReasonOf(cause, reasonProduceFailed)
+	r.log.Warn("dead letter", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "reason", code, "err", cause)
+	r.stats.deadLettered.Add(1)
+	r.metrics.deadLetters.WithLabelValues(string(code)).Inc()
+	e.cause = cause
+	r.produceDeadLetter(e)
+}
+
+// produceDeadLetter produces e's dead letter: the full one, cut to fit
+// (tiers.DeadLetter), or the minimal one once the topic refused that as too
+// large.
+func (r *Router) produceDeadLetter(e *entry) {
+	build := tiers.DeadLetter
+	if e.minimal {
+		build = tiers.MinimalDeadLetter
+	}
+	r.produce(&flight{e: e, out: build(e.rec, r.cfg.DeadLetter, e.cause, r.clock.Now()), kind: kindDeadLetter})
+}
+
+// deadLetterFailed handles a dead letter the topic refused: too large, it
+// is sent again in its minimal form; otherwise it is tried again later,
+// never given up on.
+func (r *Router) deadLetterFailed(e *entry, err error) {
+	e.tries++
+	r.metrics.deadLetterRetries.Inc()
+	if !e.minimal && (errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)) {
+		e.minimal = true
+		r.produceDeadLetter(e)
+		return
+	}
+	wait := deadLetterBackoff << min(e.tries-1, 20)
+	wait = min(wait, deadLetterBackoffMax)
+	r.log.Error("the dead-letter topic refused a record; trying again", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset,
+		"dlq_topic", r.cfg.DeadLetter, "tries", e.tries, "in", wait, "err", err)
+	e.state, e.ready = stateRetry, r.clock.Now().Add(wait)
+	r.wake.push(e)
+}
+
+func (k produceKind) String() string {
+	switch k {
+	case kindForward:
+		return "forward"
+	case kindHop:
+		return "hop"
+	}
+	return "dead letter"
+}

@@ -1,0 +1,234 @@
+package router
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/offsets"
+)
+
+// revokeReq asks the loop to let go of partitions and, for a revoke, to
+// reply with their watermarks once their produces are done.
+type revokeReq struct {
+	parts    map[string][]int32
+	lost     bool
+	deadline time.Time
+	reply    chan offsets.Commits
+}
+
+// releaseParts lets go of partitions being revoked or lost, and resumes
+// them: a pause survives a revoke and a later re-assign. What a revoked
+// partition holds is handed off (see handOff) so that its offsets can be
+// committed in full and the next owner repeats nothing; what a lost
+// partition holds is dropped, since its offsets cannot be committed anyway.
+// Records of these partitions fetched from now on are not taken.
+// answerRevokes waits for the produces in flight.
+func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
+	resume := make(map[string][]int32)
+	now := r.clock.Now()
+	for topic, ps := range parts {
+		for _, id := range ps {
+			p, ok := r.parts[tp{topic, id}]
+			if !ok {
+				continue
+			}
+			p.leaving = true
+			if lost {
+				// Dropped: the offsets stay uncommitted, so the records
+				// are read again by the next owner.
+				for _, e := range r.takeHeld(p) {
+					r.release(e)
+				}
+				p.gone = true
+			} else {
+				r.handOff(p, now)
+			}
+			r.setPaused(p, false)
+			resume[topic] = append(resume[topic], id)
+		}
+	}
+	if len(resume) > 0 {
+		r.cl.ResumeFetchPartitions(resume)
+	}
+}
+
+// handOff moves what p holds back into Kafka: each held record is produced
+// to the delay topic of what is left of its delay (or forwarded, if due), as
+// a hop would. Once those produces are acknowledged every record p fetched is
+// done, so a graceful stop or rebalance commits everything and the next owner
+// neither loses nor repeats a record.
+//
+// A record whose dead letter the topic keeps refusing cannot move, and the
+// commit stops below it: the records after it are read again by the next
+// owner, so they are dropped here rather than handed off, which would make
+// them fire twice.
+func (r *Router) handOff(p *partition, now time.Time) {
+	held := r.takeHeld(p)
+	stuck := int64(math.MaxInt64)
+	for _, e := range held {
+		if e.state == stateRetry {
+			stuck = min(stuck, e.rec.Offset)
+		}
+	}
+	for _, e := range held {
+		if e.state == stateRetry || e.rec.Offset > stuck {
+			r.release(e)
+			continue
+		}
+		r.unhold(e)
+		r.stats.handedOff.Add(1)
+		if remaining := e.meta.Due.Sub(now); remaining <= 0 {
+			r.forward(e, now)
+		} else {
+			r.hop(e, r.cfg.Tiers.Pick(remaining), now)
+		}
+	}
+}
+
+// takeHeld removes every entry of p from the wake heap and returns them,
+// still counted in their state (see unhold).
+func (r *Router) takeHeld(p *partition) []*entry {
+	var held []*entry
+	for _, e := range r.wake {
+		if e.part == p {
+			held = append(held, e)
+		}
+	}
+	for _, e := range held {
+		r.wake.remove(e)
+	}
+	return held
+}
+
+// answerRevokes replies to the revokes whose partitions have nothing being
+// produced, or whose deadline has passed (or all, with force), and forgets
+// those partitions.
+func (r *Router) answerRevokes(reqs []*revokeReq, force bool) []*revokeReq {
+	if len(reqs) == 0 {
+		return reqs
+	}
+	now := time.Now() // revoke deadlines are wall-clock, like the group's
+	keep := reqs[:0]
+	for _, req := range reqs {
+		drained := true
+		for topic, ps := range req.parts {
+			for _, id := range ps {
+				if p, ok := r.parts[tp{topic, id}]; ok && p.producing > 0 {
+					drained = false
+				}
+			}
+		}
+		if !drained && !force && now.Before(req.deadline) {
+			keep = append(keep, req)
+			continue
+		}
+		var offs offsets.Commits
+		if !req.lost {
+			offs = r.offsets(req.parts)
+		}
+		r.forget(req.parts)
+		req.reply <- offs
+	}
+	return keep
+}
+
+// forget drops partitions from the router: their produces still in flight
+// finish nothing.
+func (r *Router) forget(parts map[string][]int32) {
+	for topic, ps := range parts {
+		for _, id := range ps {
+			if p, ok := r.parts[tp{topic, id}]; ok {
+				p.gone = true
+				if p.paused {
+					r.setPaused(p, false)
+				}
+				delete(r.parts, tp{topic, id})
+			}
+		}
+	}
+}
+
+// offsets returns the watermarks of the given partitions (all owned ones when
+// parts is nil). Revoked partitions are counted only when named.
+func (r *Router) offsets(parts map[string][]int32) offsets.Commits {
+	out := make(offsets.Commits)
+	if parts == nil {
+		for _, p := range r.parts {
+			if !p.gone {
+				out.Add(p.topic, p.partition, &p.track)
+			}
+		}
+		return out
+	}
+	for topic, ps := range parts {
+		for _, id := range ps {
+			if p, ok := r.parts[tp{topic, id}]; ok {
+				out.Add(p.topic, p.partition, &p.track)
+			}
+		}
+	}
+	return out
+}
+
+// currentOffsets returns the watermarks of every owned partition, asked of
+// the loop; nil once the loop has returned (the final commit follows).
+func (r *Router) currentOffsets() offsets.Commits {
+	reply := make(chan offsets.Commits, 1)
+	select {
+	case r.offsetsQ <- reply:
+		return <-reply
+	case <-r.loopDone:
+		return nil
+	}
+}
+
+// onRevoked commits what is done for the revoked partitions, after the loop
+// has handed off what it held for them and their produces finished (bounded
+// by RevokeTimeout). The commit lock is held from the request to the commit,
+// so that no commit computed before the revoke lands after it.
+func (r *Router) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		return
+	}
+	err := r.committer.Do(func() offsets.Commits { return r.request(revoked, false) })
+	if err != nil {
+		r.log.Warn("commit at revoke failed; the next owner reads the records after the last commit again", "err", err)
+	}
+}
+
+// onLost forgets lost partitions; their offsets cannot be committed.
+func (r *Router) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if len(lost) > 0 {
+		r.request(lost, true)
+	}
+}
+
+// request hands a revoke or loss to the loop and returns the watermarks to
+// commit. A revoke that comes after the loop has returned (during the stop,
+// after the final state is computed) is answered from that final state,
+// which no goroutine changes any more.
+func (r *Router) request(parts map[string][]int32, lost bool) offsets.Commits {
+	req := &revokeReq{parts: parts, lost: lost, deadline: time.Now().Add(r.cfg.RevokeTimeout), reply: make(chan offsets.Commits, 1)}
+	select {
+	case r.revokes <- req:
+	case <-r.loopDone:
+		if lost {
+			return nil
+		}
+		return r.offsets(parts)
+	}
+	// Wake the loop at the deadline, in case no produce result does.
+	kick := time.AfterFunc(r.cfg.RevokeTimeout, func() {
+		select {
+		case r.doneSig <- struct{}{}:
+		default:
+		}
+	})
+	defer kick.Stop()
+	// The loop answers after the drain or the deadline, and always before it
+	// returns.
+	return <-req.reply
+}
