@@ -46,8 +46,9 @@ topic, or whose hourglass-target names a topic outside --topics (the router
 would forward it there), is skipped and listed with the reason; --to names
 the destination of every replayed dead letter instead of their sources (the
 hourglass-target check still applies). A record that breaks the record
-contract (a missing or bad hourglass-due, no key) would be rejected again, so
-replay skips it too: fix it and schedule it anew. Replaying twice closes
+contract (a missing or bad hourglass-due, no key) would be rejected again, and
+one cut to fit the dead-letter topic (hourglass-dlq-truncated) is no longer
+the task's record, so replay skips those too: schedule them anew. Replaying twice closes
 twice, which an idempotent closer reports as already_closed.
 
 Usage: hourglass dlq list|replay [flags]
@@ -68,6 +69,7 @@ type deadLetter struct {
 	Attempt   int    `json:"attempt,omitempty"`
 	DueMs     int64  `json:"due_ms,omitempty"`
 	Bytes     int    `json:"value_bytes"`
+	Truncated string `json:"truncated,omitempty"` // hourglass-dlq-truncated: what was cut to fit
 
 	rec *kgo.Record
 }
@@ -79,6 +81,9 @@ func readDeadLetter(r *kgo.Record) deadLetter {
 	}
 	if v, ok := tiers.Header(r.Headers, tiers.HeaderSource); ok {
 		d.Source = string(v)
+	}
+	if v, ok := tiers.Header(r.Headers, tiers.HeaderTruncated); ok {
+		d.Truncated = string(v)
 	}
 	if v, ok := tiers.Header(r.Headers, tiers.HeaderDeadAt); ok {
 		if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil {
@@ -172,10 +177,15 @@ func replayRecord(d deadLetter, rule replayRule, now time.Time) (*kgo.Record, er
 		}
 		topic = src
 	}
+	if d.Truncated != "" {
+		return nil, fmt.Errorf("cut to fit the dead-letter topic (%s %q), so not the record that failed: schedule it anew", tiers.HeaderTruncated, d.Truncated)
+	}
+	// Without the headers only Hourglass writes (the dead-letter ones, and
+	// hourglass-forwarded, which a dead letter never carries unless forged)
+	// and with the attempt reset.
 	hs := make([]kgo.RecordHeader, 0, len(d.rec.Headers))
 	for _, h := range d.rec.Headers {
-		switch h.Key {
-		case tiers.HeaderReason, tiers.HeaderSource, tiers.HeaderDeadAt, tiers.HeaderAttempt:
+		if tiers.Owned(h.Key) || h.Key == tiers.HeaderAttempt {
 			continue
 		}
 		hs = append(hs, h)

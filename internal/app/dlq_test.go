@@ -302,6 +302,7 @@ func TestDLQReplaySources(t *testing.T) {
 		deadLetter("via-target", "d.delay.1m[0]@4", header(tiers.HeaderTarget, []byte("payments.commands"))),
 		deadLetter("bad-source", "d.cancel"),
 		deadLetter("other-prefix", "x.delay.1m[0]@1"),
+		deadLetter("truncated", "d.cancel[0]@18", header(tiers.HeaderTruncated, []byte("value 990000"))),
 	).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestDLQReplaySources(t *testing.T) {
 	if got := keys(records(t, broker, "d.delay.1m")); !slices.Equal(got, []string{"delay"}) {
 		t.Errorf("d.delay.1m holds %q, want [delay]", got)
 	}
-	for _, want := range []string{`key "forged": source topic "payments.commands"`, `key "via-target": hourglass-target "payments.commands"`, "replayed 2, skipped 5"} {
+	for _, want := range []string{`key "forged": source topic "payments.commands"`, `key "via-target": hourglass-target "payments.commands"`, `key "truncated": cut to fit`, "replayed 2, skipped 6"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("replay output has no %q:\n%s", want, stdout)
 		}
@@ -336,15 +337,15 @@ func TestDLQReplaySources(t *testing.T) {
 		want map[string]string // key -> topic replayed to, skip for skipped
 	}{
 		{"defaults: the delay topics of 1m,5m,30m and d.cancel", nil, nil, map[string]string{
-			"forged": skip, "cancel": "d.cancel", "delay": "d.delay.1m", "orders": skip, "via-target": skip, "bad-source": skip, "other-prefix": skip}},
+			"forged": skip, "cancel": "d.cancel", "delay": "d.delay.1m", "orders": skip, "via-target": skip, "bad-source": skip, "other-prefix": skip, "truncated": skip}},
 		{"--topics replaces d.cancel", []string{"--topics", "orders.cancel, d.elsewhere"}, nil, map[string]string{
-			"forged": skip, "cancel": skip, "delay": "d.delay.1m", "orders": "orders.cancel", "via-target": skip, "bad-source": skip, "other-prefix": skip}},
+			"forged": skip, "cancel": skip, "delay": "d.delay.1m", "orders": "orders.cancel", "via-target": skip, "bad-source": skip, "other-prefix": skip, "truncated": skip}},
 		{"--tiers without 1m", []string{"--tiers", "5m,30m"}, nil, map[string]string{
-			"forged": skip, "cancel": "d.cancel", "delay": skip, "orders": skip, "via-target": skip, "bad-source": skip, "other-prefix": skip}},
+			"forged": skip, "cancel": "d.cancel", "delay": skip, "orders": skip, "via-target": skip, "bad-source": skip, "other-prefix": skip, "truncated": skip}},
 		{"HOURGLASS_TOPICS and HOURGLASS_TIERS", nil, map[string]string{"HOURGLASS_TOPICS": "orders.cancel,payments.commands", "HOURGLASS_TIERS": "1m"}, map[string]string{
-			"forged": "payments.commands", "cancel": skip, "delay": "d.delay.1m", "orders": "orders.cancel", "via-target": "d.delay.1m", "bad-source": skip, "other-prefix": skip}},
+			"forged": "payments.commands", "cancel": skip, "delay": "d.delay.1m", "orders": "orders.cancel", "via-target": "d.delay.1m", "bad-source": skip, "other-prefix": skip, "truncated": skip}},
 		{"--to names the destination", []string{"--to", "d.elsewhere"}, nil, map[string]string{
-			"forged": "d.elsewhere", "cancel": "d.elsewhere", "delay": "d.elsewhere", "orders": "d.elsewhere", "via-target": skip, "bad-source": "d.elsewhere", "other-prefix": "d.elsewhere"}},
+			"forged": "d.elsewhere", "cancel": "d.elsewhere", "delay": "d.elsewhere", "orders": "d.elsewhere", "via-target": skip, "bad-source": "d.elsewhere", "other-prefix": "d.elsewhere", "truncated": skip}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
