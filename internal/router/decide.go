@@ -1,10 +1,12 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/kafka"
@@ -30,7 +32,7 @@ func (r *Router) take(fs kgo.Fetches) {
 		}
 		for _, rec := range fp.Records {
 			if p.track.Add(rec.Offset) {
-				p.epoch++
+				p.reset(rec.Offset)
 				r.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", p.topic, "partition", p.partition, "offset", rec.Offset)
 			}
 			r.arrive(p, rec, now)
@@ -38,11 +40,14 @@ func (r *Router) take(fs kgo.Fetches) {
 		r.maybePause(p)
 	})
 	fs.EachError(func(topic string, partition int32, err error) {
-		if tooLarge := kafka.SkipBatch(r.cl, err); tooLarge != nil {
+		switch tooLarge := kafka.SkipBatch(r.cl, err); {
+		case tooLarge != nil:
 			r.skipBatch(tooLarge, now)
-			return
+		case errors.Is(err, kerr.FencedInstanceID):
+			r.fatal = fmt.Errorf("--instance-id %s: another router of group %s runs with this id: %w", r.cfg.InstanceID, r.cfg.Group, err)
+		default:
+			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 		}
-		r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 	})
 }
 
@@ -56,7 +61,7 @@ func (r *Router) skipBatch(b *kgo.ErrDecompressTooLarge, now time.Time) {
 		return
 	}
 	if p.track.Add(b.Offset) {
-		p.epoch++
+		p.reset(b.Offset)
 	}
 	p.track.Skip(b.NextOffset)
 	rec := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: now}
@@ -88,7 +93,7 @@ func (r *Router) part(topic string, id int32) *partition {
 // newEntry makes rec an entry of p and counts its bytes in p.
 func (r *Router) newEntry(p *partition, rec *kgo.Record, m tiers.Meta) *entry {
 	size := recordBytes(rec) + entryOverhead
-	e := &entry{rec: rec, meta: m, part: p, idx: -1, size: size, epoch: p.epoch}
+	e := &entry{rec: rec, meta: m, part: p, idx: -1, size: size, epoch: p.epoch()}
 	p.bytes += size
 	r.stats.heldBytes.Add(int64(size))
 	return e
@@ -142,6 +147,7 @@ func (r *Router) arrive(p *partition, rec *kgo.Record, now time.Time) {
 func (r *Router) wait(e *entry) {
 	e.own()
 	e.state = stateWaiting
+	r.stats.held.Add(1)
 	e.part.waiting++
 	e.part.heldGauge.Inc()
 	r.wake.push(e)
@@ -220,6 +226,7 @@ func (r *Router) hold(e *entry) bool {
 	}
 	e.own()
 	e.state, e.ready = stateTimer, e.meta.Due
+	r.stats.held.Add(1)
 	r.stats.timer.Add(1)
 	r.timerBytes += e.size
 	e.part.timed++
@@ -233,9 +240,11 @@ func (r *Router) unhold(e *entry) {
 	p := e.part
 	switch e.state {
 	case stateWaiting:
+		r.stats.held.Add(-1)
 		p.waiting--
 		p.heldGauge.Dec()
 	case stateTimer:
+		r.stats.held.Add(-1)
 		r.stats.timer.Add(-1)
 		r.timerBytes -= e.size
 		p.timed--

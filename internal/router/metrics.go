@@ -20,8 +20,6 @@ type metrics struct {
 	overrun     *prometheus.HistogramVec
 	held        *prometheus.GaugeVec
 
-	deadLetterRetries prometheus.Counter
-
 	hops map[[2]time.Duration]prometheus.Counter // hopped by (from, to); the loop's
 }
 
@@ -53,11 +51,11 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: telemetry.LatencyBuckets}, []string{"tier"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_records",
 			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
-		deadLetterRetries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
-			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}),
 		hops: make(map[[2]time.Duration]prometheus.Counter),
 	}
-	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held, m.deadLetterRetries,
+	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
+			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}, load(&st.deadLetterRetries)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_bytes",
 			Help: "Bytes of the records the router holds: waiting, in the timer, or being produced onward."}, load(&st.heldBytes)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "produce_waiting_records",

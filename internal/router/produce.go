@@ -30,6 +30,10 @@ type flight struct {
 	out  *kgo.Record
 	kind produceKind
 	to   time.Duration // the tier of a hop
+	// solo is set on a produce refused as too large: it is tried once more
+	// alone, since a broker refuses a whole batch for one record too large
+	// and the others of the batch were refused with it.
+	solo bool
 }
 
 type completion struct {
@@ -47,6 +51,7 @@ type target struct {
 	inflight int
 	waiting  []*flight
 	listed   bool // in Router.waitingFor
+	solo     bool // a solo produce is in flight: nothing goes with it
 }
 
 // Dead-letter retries: a dead letter the dead-letter topic refuses is tried
@@ -67,22 +72,34 @@ func (r *Router) produce(f *flight) {
 		t = &target{topic: f.out.Topic}
 		r.targets[t.topic] = t
 	}
-	if t.inflight >= r.cfg.MaxInFlightPerTarget || len(t.waiting) > 0 || r.bufferFull {
-		t.waiting = append(t.waiting, f)
-		r.stats.queued.Add(1)
-		if !t.listed {
-			t.listed = true
-			r.waitingFor = append(r.waitingFor, t)
-		}
+	if t.inflight >= r.cfg.MaxInFlightPerTarget || len(t.waiting) > 0 || t.solo || r.bufferFull {
+		r.queue(t, f, false)
 		return
 	}
 	r.send(t, f)
+}
+
+// queue queues f at t, at the back or, for one that was sent before, at
+// the front.
+func (r *Router) queue(t *target, f *flight, front bool) {
+	if front {
+		t.waiting = append([]*flight{f}, t.waiting...)
+	} else {
+		t.waiting = append(t.waiting, f)
+	}
+	r.stats.queued.Add(1)
+	if !t.listed {
+		t.listed = true
+		r.waitingFor = append(r.waitingFor, t)
+	}
 }
 
 // send produces f without blocking: a full client buffer fails the produce
 // with kgo.ErrMaxBuffered, and complete queues it again.
 func (r *Router) send(t *target, f *flight) {
 	t.inflight++
+	t.solo = f.solo
+	r.sent++
 	// Records are produced with a background context: a stop waits for
 	// them (bounded by ShutdownTimeout) instead of abandoning them.
 	r.cl.TryProduce(context.Background(), f.out, func(_ *kgo.Record, err error) {
@@ -103,8 +120,11 @@ func (r *Router) sendWaiting() {
 	}
 	keep := r.waitingFor[:0]
 	for _, t := range r.waitingFor {
-		for len(t.waiting) > 0 && t.inflight < r.cfg.MaxInFlightPerTarget {
+		for len(t.waiting) > 0 && t.inflight < r.cfg.MaxInFlightPerTarget && !t.solo {
 			f := t.waiting[0]
+			if f.solo && t.inflight > 0 {
+				break // it goes alone: wait for those in flight
+			}
 			t.waiting[0] = nil
 			t.waiting = t.waiting[1:]
 			r.stats.queued.Add(-1)
@@ -147,19 +167,22 @@ func (r *Router) complete() {
 		p := e.part
 		t := r.targets[f.out.Topic]
 		t.inflight--
+		t.solo = t.solo && !f.solo
+		r.sent--
 		if errors.Is(c.err, kgo.ErrMaxBuffered) {
 			// The client's buffer is full (a backstop: targets are bounded
-			// first). Send it again once a produce has finished.
-			r.bufferFull = true
-			t.waiting = append([]*flight{f}, t.waiting...)
-			r.stats.queued.Add(1)
-			if !t.listed {
-				t.listed = true
-				r.waitingFor = append(r.waitingFor, t)
-			}
+			// first). Send it again once a produce has finished, or at once
+			// if none is in the client any more.
+			r.bufferFull = r.sent > 0
+			r.queue(t, f, true)
 			continue
 		}
-		r.bufferFull = false
+		r.bufferFull = false // a produce that finished left the client's buffer
+		if tooLarge(c.err) && !f.solo && !p.gone {
+			f.solo = true
+			r.queue(t, f, true)
+			continue
+		}
 		r.forgetTarget(t)
 		p.producing--
 		if p.gone {
@@ -182,7 +205,7 @@ func (r *Router) complete() {
 			r.stats.hopped.Add(1)
 			r.metrics.hop(p.tier, f.to).Inc()
 		}
-		if e.epoch == p.epoch {
+		if !p.stale(e.epoch, e.rec.Offset) {
 			p.track.Done(e.rec.Offset)
 			progress = true
 		}
@@ -227,8 +250,8 @@ func (r *Router) produceDeadLetter(e *entry) {
 // never given up on.
 func (r *Router) deadLetterFailed(e *entry, err error) {
 	e.tries++
-	r.metrics.deadLetterRetries.Inc()
-	if !e.minimal && (errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)) {
+	r.stats.deadLetterRetries.Add(1)
+	if !e.minimal && tooLarge(err) {
 		e.minimal = true
 		r.produceDeadLetter(e)
 		return
@@ -239,6 +262,11 @@ func (r *Router) deadLetterFailed(e *entry, err error) {
 		"dlq_topic", r.cfg.DeadLetter, "tries", e.tries, "in", wait, "err", err)
 	e.state, e.ready = stateRetry, r.clock.Now().Add(wait)
 	r.wake.push(e)
+}
+
+// tooLarge reports whether err refuses a record as too large.
+func tooLarge(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 }
 
 func (k produceKind) String() string {

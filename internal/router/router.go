@@ -36,8 +36,10 @@ type Router struct {
 	targets    map[string]*target // topics with produces in flight or waiting
 	waitingFor []*target          // targets with produces waiting for room
 	bufferFull bool               // the client's produce buffer refused a record
+	sent       int                // produces in the client, not yet completed
 	timerBytes int
 	checked    map[string]string // target topic -> why it is refused ("" allowed)
+	fatal      error             // stops the router: another member took its instance id
 
 	// Channels into the loop.
 	fetches  chan polled
@@ -162,7 +164,8 @@ func (r *Router) Client() *kgo.Client { return r.cl }
 
 // Run consumes, holds and forwards until ctx is canceled, then stops
 // gracefully within Config.ShutdownTimeout. It returns nil after a graceful
-// stop. Run closes the client before it returns; with an instance id it then
+// stop, and an error (after a graceful stop) when another member took its
+// instance id. Run closes the client before it returns; with an instance id it then
 // leaves the group explicitly, so that the other routers take its partitions
 // at once instead of after the session timeout.
 func (r *Router) Run(ctx context.Context) error {
@@ -246,6 +249,9 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) (offsets.Commits,
 		}
 		r.sendWaiting()
 		pending = r.answerRevokes(pending, false)
+		if r.fatal != nil {
+			return r.shutdown(stopPolling, pending), r.fatal
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-var seeds kgo.Opt
+var (
+	seeds   kgo.Opt
+	cluster *kfake.Cluster
+)
 
 func TestMain(m *testing.M) {
-	kfaketest.Main(m, func(c *kfake.Cluster) { seeds = kgo.SeedBrokers(c.ListenAddrs()...) },
+	kfaketest.Main(m, func(c *kfake.Cluster) { cluster, seeds = c, kgo.SeedBrokers(c.ListenAddrs()...) },
 		kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 }
 
@@ -34,7 +38,10 @@ type bundle struct {
 	stop   func() error
 }
 
-func setup(t *testing.T, cfg Config) *bundle {
+func setup(t *testing.T, cfg Config) *bundle { return setupOpts(t, cfg) }
+
+// setupOpts is setup with extra options for the router's client.
+func setupOpts(t *testing.T, cfg Config, extra ...kgo.Opt) *bundle {
 	t.Helper()
 	prefix := "t" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."
 	cfg.Prefix, cfg.Group = prefix, prefix+"router"
@@ -51,24 +58,39 @@ func setup(t *testing.T, cfg Config) *bundle {
 			t.Fatal(err)
 		}
 	}
+	b := start(t, cfg, fc, cl, extra...)
+	// The seed records (due at 0) are forwarded at once: wait for them, so
+	// the router is consuming every tier.
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded >= int64(cfg.Tiers.Len()) })
+	return b
+}
+
+// start runs a router of cfg on fc; stop stops it and returns what Run
+// returned (later calls return the same).
+func start(t *testing.T, cfg Config, fc *clock.Fake, cl *kgo.Client, extra ...kgo.Opt) *bundle {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	r, err := New(cfg, Options{Kafka: []kgo.Opt{seeds}, Clock: fc, Logger: log})
+	r, err := New(cfg, Options{Kafka: append([]kgo.Opt{seeds}, extra...), Clock: fc, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	b := &bundle{clock: fc, router: r, cfg: cfg, cl: cl}
-	b.stop = func() error { cancel(); return <-done }
+	b := &bundle{clock: fc, router: r, cfg: r.cfg, cl: cl}
+	var (
+		once sync.Once
+		err2 error
+	)
+	b.stop = func() error {
+		once.Do(func() { cancel(); err2 = <-done })
+		return err2
+	}
 	t.Cleanup(func() {
 		if err := b.stop(); err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("router: %v", err)
 		}
 	})
-	// The seed records (due at 0) are forwarded at once: wait for them, so
-	// the router is consuming every tier.
-	b.waitStats(t, func(s Stats) bool { return s.Forwarded >= int64(cfg.Tiers.Len()) })
 	return b
 }
 

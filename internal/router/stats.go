@@ -11,6 +11,8 @@ type stats struct {
 	timer                           atomic.Int64 // records in the in-memory timer now
 	heldBytes                       atomic.Int64 // bytes of the records held now
 	queued                          atomic.Int64 // produces waiting for room at their target now
+	deadLetterRetries               atomic.Int64
+	held                            atomic.Int64 // records waiting out their tier or in the timer now
 }
 
 // Stats are the router's counters since it started.
@@ -21,16 +23,23 @@ type Stats struct {
 	Paused       int64 // partitions paused now
 	HandedOff    int64 // held records put back into Kafka at a revoke or stop
 	HeldBytes    int64 // bytes of the records held now
+	// DeadLetterRetries counts dead letters the dead-letter topic refused.
+	DeadLetterRetries int64
+	// Held counts the records held now, waiting out their tier or in the
+	// timer.
+	Held int64
 }
 
 // Stats returns the counters.
 func (r *Router) Stats() Stats {
 	return Stats{
-		Forwarded:    r.stats.forwarded.Load(),
-		Hopped:       r.stats.hopped.Load(),
-		DeadLettered: r.stats.deadLettered.Load(),
-		Paused:       r.stats.paused.Load(),
-		HandedOff:    r.stats.handedOff.Load(),
-		HeldBytes:    r.stats.heldBytes.Load(),
+		Forwarded:         r.stats.forwarded.Load(),
+		Hopped:            r.stats.hopped.Load(),
+		DeadLettered:      r.stats.deadLettered.Load(),
+		Paused:            r.stats.paused.Load(),
+		HandedOff:         r.stats.handedOff.Load(),
+		HeldBytes:         r.stats.heldBytes.Load(),
+		DeadLetterRetries: r.stats.deadLetterRetries.Load(),
+		Held:              r.stats.held.Load(),
 	}
 }
