@@ -277,7 +277,7 @@ func TestNearLimitRecords(t *testing.T) {
 	huge.Value = bytes.Repeat([]byte("v"), 999_000)
 	b.produceRec(t, huge)
 	mid := record(topic, "mid", t0, past) // too large for the target, fits the dead-letter topic
-	mid.Value = make([]byte, 10_000) // incompressible: the limit is on the compressed batch
+	mid.Value = make([]byte, 10_000)      // incompressible: the limit is on the compressed batch
 	rand.NewChaCha8([32]byte{1}).Read(mid.Value)
 	b.produceRec(t, mid)
 	b.produceRec(t, record(topic, "after", t0, past))
