@@ -25,7 +25,7 @@ func TestBadInput(t *testing.T) {
 	// A long tier: a record that waited it out did not fire "at once".
 	const tier = 10 * time.Second
 	p := newPipe(t, "badinput", "200ms,10s", 1)
-	store := &closer.Memory{}
+	store := newStore()
 	rt := p.newRouter("router")
 	stopRouter := start(t, "router", rt.Run)
 	cn := p.newCanceller(store)
@@ -162,6 +162,11 @@ func TestBadInput(t *testing.T) {
 		}
 		if ev.ForwardedMs < ev.DueMs || ev.ClosedMs < ev.DueMs {
 			t.Errorf("%s early: due %d, forwarded %d, closed %d", id, ev.DueMs, ev.ForwardedMs, ev.ClosedMs)
+		}
+		for _, at := range store.called(id) {
+			if due := time.UnixMilli(ev.DueMs); at.Before(due) {
+				t.Errorf("%s: Close called at %s, %v before its due time %s", id, at.Format(time.StampMicro), due.Sub(at), due.Format(time.StampMilli))
+			}
 		}
 		if id == "valid-past" {
 			if waited := time.Duration(ev.ForwardedMs-now.UnixMilli()) * time.Millisecond; waited >= tier/2 {

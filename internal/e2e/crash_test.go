@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -54,7 +53,7 @@ func TestRouterCrash(t *testing.T) {
 		partitions = 4
 	)
 	p := newPipe(t, "crash", "200ms,500ms,1s,2s", partitions)
-	store := &closer.Memory{}
+	store := newStore()
 	cn := p.newCanceller(store)
 	stopCanceller := start(t, "canceller", cn.Run)
 	col := p.collectOutcomes()

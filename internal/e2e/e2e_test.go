@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -21,7 +20,7 @@ func TestNeverEarlyNothingLost(t *testing.T) {
 		longest = 7 * time.Second
 	)
 	p := newPipe(t, "never", "200ms,500ms,1s,2s", 4)
-	store := &closer.Memory{}
+	store := newStore()
 	rt := p.newRouter("router")
 	stopRouter := start(t, "router", rt.Run)
 	cn := p.newCanceller(store)
@@ -30,6 +29,9 @@ func TestNeverEarlyNothingLost(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), longest+30*time.Second)
 	defer cancel()
+	if err := p.waitRunning(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	orders := mixedOrders("never", p.table, n, longest)
 	begin := time.Now()
 	if err := p.schedule(ctx, store, orders, 10, 100*time.Millisecond); err != nil {

@@ -35,10 +35,10 @@ const (
 	pollEvery = 5 * time.Millisecond
 	// stopTimeout bounds a graceful stop of a service started by a test.
 	stopTimeout = 30 * time.Second
-	// sessionTimeout and heartbeat are the group settings of in-process
-	// services: what the service commands use for --session-timeout 3s.
+	// sessionTimeout is the group session timeout of in-process services
+	// (their Config.SessionTimeout, as --session-timeout 3s); the services
+	// derive their heartbeat interval from it.
 	sessionTimeout = 3 * time.Second
-	heartbeat      = time.Second
 )
 
 // pipes numbers the pipes of this process, so that a test run with -count=N
@@ -103,10 +103,9 @@ func (p *pipe) outcomesTopic() string                { return tiers.OutcomesTopi
 func (p *pipe) routerGroup() string                  { return p.prefix + "router" }
 func (p *pipe) cancellerGroup() string               { return p.prefix + "canceller" }
 
-// kafkaOpts are the connection and group options of in-process services.
-func (p *pipe) kafkaOpts() []kgo.Opt {
-	return append(slices.Clone(p.seeds), kgo.SessionTimeout(sessionTimeout), kgo.HeartbeatInterval(heartbeat))
-}
+// kafkaOpts are the connection options of in-process services; their group
+// settings are their own (Config.SessionTimeout and what follows from it).
+func (p *pipe) kafkaOpts() []kgo.Opt { return slices.Clone(p.seeds) }
 
 // newRouter returns an in-process router of this pipe's group.
 func (p *pipe) newRouter(name string) *router.Router {
@@ -115,6 +114,7 @@ func (p *pipe) newRouter(name string) *router.Router {
 		Tiers:           p.table,
 		Prefix:          p.prefix,
 		Group:           p.routerGroup(),
+		SessionTimeout:  sessionTimeout,
 		ShutdownTimeout: 10 * time.Second,
 	}, router.Options{Kafka: p.kafkaOpts(), Logger: testLogger(p.t, name)})
 	if err != nil {
@@ -129,6 +129,7 @@ func (p *pipe) newCanceller(store closer.Closer) *canceller.Canceller {
 	cn, err := canceller.New(canceller.Config{
 		Prefix:          p.prefix,
 		Group:           p.cancellerGroup(),
+		SessionTimeout:  sessionTimeout,
 		ShutdownTimeout: 10 * time.Second,
 		Instance:        "e2e",
 	}, canceller.Options{Kafka: p.kafkaOpts(), Closer: store, Logger: testLogger(p.t, "canceller")})
@@ -160,7 +161,27 @@ func (p *pipe) endOffsets(ctx context.Context, topic string) (int64, error) {
 // waitAssigned waits until the router group is stable with members members,
 // each owning at least one partition.
 func (p *pipe) waitAssigned(ctx context.Context, members int) error {
-	_, err := cluster.WaitGroupInfo(ctx, p.routerGroup(), func(g *kfake.GroupInfo) bool {
+	return waitGroup(ctx, p.routerGroup(), members)
+}
+
+// waitRunning waits until the router group has routers members and the
+// canceller group one member, each owning partitions: the pipeline is up,
+// so that what a test measures from now on is not the time it takes to
+// join.
+func (p *pipe) waitRunning(ctx context.Context, routers int) error {
+	if err := waitGroup(ctx, p.routerGroup(), routers); err != nil {
+		return fmt.Errorf("waiting for %d routers to own partitions: %w", routers, err)
+	}
+	if err := waitGroup(ctx, p.cancellerGroup(), 1); err != nil {
+		return fmt.Errorf("waiting for the canceller to own partitions: %w", err)
+	}
+	return nil
+}
+
+// waitGroup waits until group is stable with members members, each owning
+// at least one partition.
+func waitGroup(ctx context.Context, group string, members int) error {
+	_, err := cluster.WaitGroupInfo(ctx, group, func(g *kfake.GroupInfo) bool {
 		if g == nil || g.State != "Stable" || len(g.Members) != members {
 			return false
 		}
@@ -334,6 +355,33 @@ func (c *collector) count() int {
 	return c.total
 }
 
+// orderStore is the order store of a test: a closer.Memory whose Close the
+// test times itself, so that "never early" is checked against the moment a
+// close was called, not only against the times the canceller reports.
+type orderStore struct {
+	closer.Memory
+	mu    sync.Mutex
+	calls map[string][]time.Time // by task id, in call order
+}
+
+func newStore() *orderStore { return &orderStore{calls: make(map[string][]time.Time)} }
+
+// Close notes the time, then closes through the Memory store.
+func (s *orderStore) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
+	now := time.Now()
+	s.mu.Lock()
+	s.calls[t.ID] = append(s.calls[t.ID], now)
+	s.mu.Unlock()
+	return s.Memory.Close(ctx, t)
+}
+
+// called returns the times Close was called for id.
+func (s *orderStore) called(id string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls[id])
+}
+
 // order is one scheduled deadline.
 type order struct {
 	id    string
@@ -350,7 +398,7 @@ type order struct {
 // tiers.Scheduler builds it (tiers.BuildRecord). Every order is put into
 // store as unpaid first. schedule returns when every record is
 // acknowledged.
-func (p *pipe) schedule(ctx context.Context, store *closer.Memory, orders []*order, batches int, interval time.Duration) error {
+func (p *pipe) schedule(ctx context.Context, store *orderStore, orders []*order, batches int, interval time.Duration) error {
 	per := (len(orders) + batches - 1) / batches
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -478,16 +526,21 @@ type verdict struct {
 	first  map[string]outcome.Event // each order's first outcome
 	dups   int                      // outcome events beyond the first per order
 	dupsBy map[string]int           // dups by order class
-	late   []int64                  // ms from max(due, sent) to the first close
+	// late is, per order, the ms from max(due, sent) to the first call of
+	// the store's Close (the test's own clock, see orderStore).
+	late []int64
+	// lateOf is late by order id.
+	lateOf map[string]int64
 }
 
 // checkOrders checks the invariants for every order against the collected
 // outcomes and the store: nothing lost (an outcome for every order, and no
 // outcome for anything else), never early (forwarded and closed at or after
-// the due time the order was scheduled with), closed exactly once in the
+// the due time the order was scheduled with, as the outcome events say and
+// as the store's own clock saw every call of Close), closed exactly once in the
 // store (a duplicate delivery reports already_closed), and a path and hop
 // count that agree and only ever move to a shorter or equal tier.
-func (p *pipe) checkOrders(orders []*order, c *collector, store *closer.Memory) verdict {
+func (p *pipe) checkOrders(orders []*order, c *collector, store *orderStore) verdict {
 	t := p.t
 	t.Helper()
 	c.mu.Lock()
@@ -495,7 +548,7 @@ func (p *pipe) checkOrders(orders []*order, c *collector, store *closer.Memory) 
 	for _, b := range c.bad {
 		t.Errorf("not an outcome event: %s", b)
 	}
-	v := verdict{first: make(map[string]outcome.Event, len(orders)), dupsBy: make(map[string]int)}
+	v := verdict{first: make(map[string]outcome.Event, len(orders)), dupsBy: make(map[string]int), lateOf: make(map[string]int64, len(orders))}
 	var lost, early, wrong []string
 	ids := make(map[string]bool, len(orders))
 	for _, o := range orders {
@@ -510,8 +563,26 @@ func (p *pipe) checkOrders(orders []*order, c *collector, store *closer.Memory) 
 		if len(evs) > 1 {
 			v.dupsBy[o.class] += len(evs) - 1
 		}
-		v.late = append(v.late, evs[0].ClosedMs-max(o.due.UnixMilli(), o.sent.UnixMilli()))
 		due := o.due.UnixMilli()
+		// The due time as the record carries it (whole milliseconds): a
+		// close is early if it was called before it, by even a nanosecond.
+		dueAt := time.UnixMilli(due)
+		calls := store.called(o.id)
+		for _, at := range calls {
+			if at.Before(dueAt) {
+				early = append(early, fmt.Sprintf("%s (%s): Close called at %s, %v before its due time %s",
+					o.id, o.class, at.Format(time.StampMicro), dueAt.Sub(at), dueAt.Format(time.StampMilli)))
+			}
+		}
+		if len(calls) > 0 && calls[0].Before(o.sent) {
+			wrong = append(wrong, fmt.Sprintf("%s (%s): Close called at %s, before the order was scheduled at %s",
+				o.id, o.class, calls[0].Format(time.StampMicro), o.sent.Format(time.StampMicro)))
+		}
+		if len(calls) > 0 {
+			late := calls[0].Sub(maxTime(dueAt, o.sent)).Milliseconds()
+			v.late = append(v.late, late)
+			v.lateOf[o.id] = late
+		}
 		closes := 0
 		for _, ev := range evs {
 			if ev.ForwardedMs < due || ev.ClosedMs < due {
@@ -591,6 +662,26 @@ func reportList(t testing.TB, what string, items []string, of int) {
 	}
 	const show = 10
 	t.Errorf("%d of %d orders %s; the first:\n  %s", len(items), of, what, strings.Join(items[:min(show, len(items))], "\n  "))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// checkLateness fails the test when the p99 or the largest of late (ms)
+// reaches its bound, and returns "p50 a ms, p99 b ms, max c ms (n)" for the
+// log.
+func checkLateness(t testing.TB, what string, late []int64, p99, most time.Duration) string {
+	t.Helper()
+	late = slices.Clone(late)
+	q50, q99, q100 := percentile(late, 0.5), percentile(late, 0.99), percentile(late, 1)
+	if q99 >= p99.Milliseconds() || q100 >= most.Milliseconds() {
+		t.Errorf("%s: close lateness p99 %d ms, max %d ms; want p99 < %v and max < %v", what, q99, q100, p99, most)
+	}
+	return fmt.Sprintf("p50 %d ms, p99 %d ms, max %d ms (%d closes)", q50, q99, q100, len(late))
 }
 
 // percentile returns the nearest-rank q-quantile of vs (sorted in place).

@@ -66,7 +66,7 @@ func TestDatabaseOutage(t *testing.T) {
 	defer sc.Stop()
 	counted := &countingCloser{Closer: sc}
 	cn, err := canceller.New(canceller.Config{
-		Prefix: p.prefix, Group: p.cancellerGroup(), Tiers: p.table, Instance: "e2e",
+		Prefix: p.prefix, Group: p.cancellerGroup(), Tiers: p.table, Instance: "e2e", SessionTimeout: sessionTimeout,
 		MaxInFlight: 20, CloseTimeout: 2 * time.Second, ShutdownTimeout: 10 * time.Second,
 		RetryBackoff: 200 * time.Millisecond, RetryBackoffMax: time.Second, MaxAttempts: 50,
 	}, canceller.Options{Kafka: p.kafkaOpts(), Closer: counted, Logger: testLogger(t, "canceller")})

@@ -2,10 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
-
-	"github.com/hourglass/hourglass/internal/closer"
 )
 
 // TestRebalance adds a second router to the group while the first is at
@@ -21,7 +20,7 @@ func TestRebalance(t *testing.T) {
 		secondForwards = 100
 	)
 	p := newPipe(t, "rebalance", "200ms,500ms,1s,2s", partitions)
-	store := &closer.Memory{}
+	store := newStore()
 	first := p.newRouter("router-1")
 	stopFirst := start(t, "router-1", first.Run)
 	cn := p.newCanceller(store)
@@ -30,6 +29,9 @@ func TestRebalance(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
+	if err := p.waitRunning(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	orders := churnOrders("rebalance", p.table, n)
 	scheduled := make(chan error, 1)
 	go func() { scheduled <- p.schedule(ctx, store, orders, 30, 100*time.Millisecond) }()
@@ -40,13 +42,15 @@ func TestRebalance(t *testing.T) {
 	}
 	second := p.newRouter("router-2")
 	stopSecond := start(t, "router-2", second.Run)
-	atJoin := col.seen()
+	atJoin, joined := col.seen(), time.Now()
 	if err := p.waitAssigned(ctx, 2); err != nil {
 		t.Fatalf("waiting for both routers to own partitions: %v (group %+v)", err, cluster.GroupInfo(p.routerGroup()))
 	}
+	moved := time.Since(joined)
 	if err := waitFor(ctx, t, func() bool { return second.Stats().Forwarded >= secondForwards }); err != nil {
 		t.Fatalf("waiting for router-2 to forward %d records (has %+v): %v", secondForwards, second.Stats(), err)
 	}
+	left := time.Now()
 	if err := stopSecond(); err != nil {
 		t.Fatalf("graceful stop of router-2: %v", err)
 	}
@@ -54,6 +58,7 @@ func TestRebalance(t *testing.T) {
 	if err := p.waitAssigned(ctx, 1); err != nil {
 		t.Fatalf("waiting for router-1 to own every partition again: %v (group %+v)", err, cluster.GroupInfo(p.routerGroup()))
 	}
+	movedBack := time.Since(left)
 	if g := cluster.GroupInfo(p.routerGroup()); g.NumAssigned() != p.table.Len()*partitions {
 		t.Errorf("router-1 owns %d partitions after router-2 left, want %d", g.NumAssigned(), p.table.Len()*partitions)
 	}
@@ -71,8 +76,9 @@ func TestRebalance(t *testing.T) {
 	v := p.checkOrders(orders, col, store)
 
 	s1, s2 := first.Stats(), second.Stats()
-	t.Logf("router-2 joined after %d and left after %d of %d outcomes; router-1 %+v, router-2 %+v; %d duplicate outcomes %v; canceller %+v",
-		atJoin, atLeave, n, s1, s2, v.dups, v.dupsBy, cn.Stats())
+	late := fmt.Sprintf("p50 %d ms, p99 %d ms, max %d ms", percentile(v.late, 0.5), percentile(v.late, 0.99), percentile(v.late, 1))
+	t.Logf("router-2 joined after %d outcomes (owning partitions %v later) and left after %d of %d (router-1 owned all again %v later); close lateness %s; router-1 %+v, router-2 %+v; %d duplicate outcomes %v; canceller %+v",
+		atJoin, moved.Round(time.Millisecond), atLeave, n, movedBack.Round(time.Millisecond), late, s1, s2, v.dups, v.dupsBy, cn.Stats())
 	// Forwarded counts acknowledged forwards of owned partitions, so it can
 	// miss a forward acknowledged after its partition was revoked, but it
 	// cannot exceed the cancel records (one outcome each, see settle).

@@ -19,7 +19,7 @@ import (
 // flakyOnce fails the first attempt of every seventh order (retryable), so
 // that some tasks have two close attempts, then closes through store.
 type flakyOnce struct {
-	store *closer.Memory
+	store *orderStore
 	mu    sync.Mutex
 	seen  map[string]bool
 }
@@ -58,9 +58,9 @@ func TestRecordedOutcomes(t *testing.T) {
 	}
 
 	p := newPipe(t, "recorded", "200ms,1s", 2)
-	mem := &closer.Memory{}
+	mem := newStore()
 	cn, err := canceller.New(canceller.Config{
-		Prefix: p.prefix, Group: p.cancellerGroup(), Tiers: p.table, Instance: "e2e", MaxInFlight: 8,
+		Prefix: p.prefix, Group: p.cancellerGroup(), Tiers: p.table, Instance: "e2e", MaxInFlight: 8, SessionTimeout: sessionTimeout,
 		RetryBackoff: 200 * time.Millisecond, RetryBackoffMax: 400 * time.Millisecond, ShutdownTimeout: 10 * time.Second,
 	}, canceller.Options{Kafka: p.kafkaOpts(), Closer: &flakyOnce{store: mem, seen: map[string]bool{}}, Logger: testLogger(t, "canceller")})
 	if err != nil {
@@ -68,7 +68,7 @@ func TestRecordedOutcomes(t *testing.T) {
 	}
 	rec, err := recorder.New(recorder.Config{
 		Topic: p.outcomesTopic(), Group: p.prefix + "recorder", FlushInterval: 100 * time.Millisecond,
-		RetryMin: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond, ShutdownTimeout: 10 * time.Second,
+		RetryMin: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond, ShutdownTimeout: 10 * time.Second, SessionTimeout: sessionTimeout,
 	}, recorder.Options{Kafka: p.kafkaOpts(), Store: store, Logger: testLogger(t, "recorder")})
 	if err != nil {
 		t.Fatal(err)
