@@ -91,7 +91,7 @@ func k8sSchemas(t *testing.T) string {
 		t.Fatal(err)
 	}
 	versioned := filepath.Join(dir, "v"+chartKubeVersion+"-standalone-strict")
-	for _, f := range []string{"deployment-apps-v1.json", "servicemonitor-monitoring-v1.json", "prometheusrule-monitoring-v1.json"} {
+	for _, f := range []string{"deployment-apps-v1.json", "statefulset-apps-v1.json", "servicemonitor-monitoring-v1.json", "prometheusrule-monitoring-v1.json"} {
 		if _, err := os.Stat(filepath.Join(versioned, f)); err != nil {
 			t.Fatalf("Kubernetes %s schemas are missing (%v): run scripts/k8s-tools.sh", chartKubeVersion, err)
 		}
@@ -250,8 +250,10 @@ type (
 				Name string `yaml:"name"`
 				Key  string `yaml:"key"`
 			} `yaml:"secretKeyRef"`
-			ConfigMapKeyRef  *struct{} `yaml:"configMapKeyRef"`
-			FieldRef         *struct{} `yaml:"fieldRef"`
+			ConfigMapKeyRef *struct{} `yaml:"configMapKeyRef"`
+			FieldRef        *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
 			ResourceFieldRef *struct{} `yaml:"resourceFieldRef"`
 		} `yaml:"valueFrom"`
 	}
@@ -430,7 +432,7 @@ func TestChartRender(t *testing.T) {
 				pods++
 				checkPodSecurity(t, o, ps)
 				checkNoSecretValues(t, o, ps)
-				if o.Kind == "Deployment" {
+				if o.Kind == "Deployment" || o.Kind == "StatefulSet" {
 					checkServicePod(t, o, ps, configMaps)
 				}
 			}
@@ -570,7 +572,8 @@ func checkServicePod(t *testing.T, o object, ps podSpec, configMaps map[string]o
 }
 
 // containerEnv returns the literal environment of a container: its
-// ConfigMaps (envFrom) overlaid with its env values.
+// ConfigMaps (envFrom) overlaid with its env values, and the downward API
+// values (fieldRef) as they are in the workload's first pod.
 func containerEnv(t *testing.T, o object, c ctr, configMaps map[string]object) map[string]string {
 	t.Helper()
 	env := map[string]string{}
@@ -587,11 +590,33 @@ func containerEnv(t *testing.T, o object, c ctr, configMaps map[string]object) m
 		}
 	}
 	for _, e := range c.Env {
-		if e.Value != nil {
+		switch {
+		case e.Value != nil:
 			env[e.Name] = *e.Value
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
+			switch path := e.ValueFrom.FieldRef.FieldPath; path {
+			case "metadata.name":
+				env[e.Name] = firstPodName(o)
+			case "metadata.namespace":
+				env[e.Name] = chartNamespace
+			default:
+				t.Fatalf("%s container %s: %s from fieldRef %s, which the tests do not know", o, c.Name, e.Name, path)
+			}
 		}
 	}
 	return env
+}
+
+// firstPodName is the name of a workload's first pod: <name>-0 for a
+// StatefulSet, <name>-<hash>-<suffix> for a Deployment.
+func firstPodName(o object) string {
+	switch o.Kind {
+	case "StatefulSet":
+		return o.Metadata.Name + "-0"
+	case "Pod":
+		return o.Metadata.Name
+	}
+	return o.Metadata.Name + "-5d8f7c9b4-x2x7q"
 }
 
 // checkPrometheusRule runs promtool over the PrometheusRule's spec, which
@@ -723,7 +748,7 @@ func TestChartGracePeriod(t *testing.T) {
 			}
 			want := int64(math.Ceil(d.Seconds())) + int64(tc.extra)
 			for _, o := range parseManifests(t, out) {
-				if o.Kind != "Deployment" || o.Metadata.Labels["app.kubernetes.io/component"] != "router" {
+				if o.Kind != "StatefulSet" || o.Metadata.Labels["app.kubernetes.io/component"] != "router" {
 					continue
 				}
 				ps, _ := podSpecOf(t, o)
@@ -732,7 +757,7 @@ func TestChartGracePeriod(t *testing.T) {
 				}
 				return
 			}
-			t.Error("no router Deployment rendered")
+			t.Error("no router StatefulSet rendered")
 		})
 	}
 }

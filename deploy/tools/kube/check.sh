@@ -8,8 +8,13 @@
 #      API's own validation, the Prometheus Operator CRDs' schemas, Pod
 #      Security "restricted" on the namespace);
 #   2. helm install --wait with ci/all-values.yaml (every feature, both
-#      hook Jobs), helm upgrade --wait (the hooks again), helm uninstall.
+#      hook Jobs), checks that the router and canceller StatefulSets have
+#      all their pods (<name>-0, -1, ...) ready, helm upgrade --wait (the
+#      hooks again, a rolling update of the StatefulSets), helm uninstall.
 # Usage: deploy/tools/kube/check.sh [values file, default ci/all-values.yaml]
+# With UPGRADE_FROM=<git revision>, the release is first installed from
+# that revision's chart (and its own values file of the same name), then
+# upgraded to this one: the upgrade path of an existing release.
 set -euo pipefail
 
 K8S_VERSION=v1.36.3                 # k8s.io/kubernetes, as in scripts/k8s-tools.sh
@@ -159,9 +164,54 @@ echo "kube-check: server-side dry run of helm template -f $values"
 "${helm[@]}" template hg "$chart" -f "$chart/$values" --set helmTest.enabled=false |
   kubectl -n hourglass apply --dry-run=server -f - | sed 's/^/  /'
 
-echo "kube-check: helm install --wait -f $values"
-"${helm[@]}" install hg "$chart" -f "$chart/$values" --wait --timeout 5m
-kubectl -n hourglass get deployments,pods,jobs,cronjobs,hpa,pdb,servicemonitors,prometheusrules | sed 's/^/  /'
+if [ -n "${UPGRADE_FROM:-}" ]; then
+  old="$work/old-chart"
+  mkdir -p "$old"
+  git -C "$root" archive "$UPGRADE_FROM" deploy/helm/hourglass | tar -x -C "$old"
+  echo "kube-check: helm install --wait the chart of $UPGRADE_FROM -f $values"
+  "${helm[@]}" install hg "$old/deploy/helm/hourglass" -f "$old/deploy/helm/hourglass/$values" --wait --timeout 5m >/dev/null
+  echo "kube-check: helm upgrade --wait to this chart -f $values"
+  "${helm[@]}" upgrade hg "$chart" -f "$chart/$values" --wait --timeout 5m >/dev/null
+else
+  echo "kube-check: helm install --wait -f $values"
+  "${helm[@]}" install hg "$chart" -f "$chart/$values" --wait --timeout 5m
+fi
+kubectl -n hourglass get statefulsets,deployments,pods,services,jobs,cronjobs,hpa,pdb,networkpolicies,servicemonitors,prometheusrules | sed 's/^/  /'
+# check_statefulsets: every StatefulSet of the release has as many ready pods
+# as it wants (an autoscaler may have raised that after --wait), named
+# <statefulset>-<ordinal>, each with its pod name as HOURGLASS_INSTANCE_ID.
+ready_replicas() { # statefulset n
+  test "$(kubectl -n hourglass get statefulset "$1" -o jsonpath='{.status.readyReplicas}')" = "$2"
+}
+check_statefulsets() {
+  local sets sts n names want i
+  sets=$(kubectl -n hourglass get statefulsets -l app.kubernetes.io/instance=hg -o jsonpath='{.items[*].metadata.name}')
+  if [ -z "$sets" ]; then
+    echo "kube-check: no StatefulSets in the release" >&2
+    return 1
+  fi
+  for sts in $sets; do
+    if ! kubectl -n hourglass rollout status "statefulset/$sts" --timeout=120s >/dev/null; then
+      echo "kube-check: statefulset/$sts did not become ready" >&2
+      return 1
+    fi
+    n=$(kubectl -n hourglass get statefulset "$sts" -o jsonpath='{.spec.replicas}')
+    wait_for "$n ready pods of statefulset/$sts" 120 ready_replicas "$sts" "$n"
+    names=$(kubectl -n hourglass get pods -l "app.kubernetes.io/instance=hg,app.kubernetes.io/component=${sts##*-}" \
+      -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+    want=$(for ((i = 0; i < n; i++)); do echo "$sts-$i"; done | sort)
+    if [ "$names" != "$want" ]; then
+      echo "kube-check: statefulset/$sts has pods [$(echo $names)], want [$(echo $want)]" >&2
+      return 1
+    fi
+    if [ "$(kubectl -n hourglass get pod "$sts-0" -o jsonpath='{.spec.containers[0].env[?(@.name=="HOURGLASS_INSTANCE_ID")].valueFrom.fieldRef.fieldPath}')" != metadata.name ]; then
+      echo "kube-check: pod $sts-0 does not take HOURGLASS_INSTANCE_ID from its name" >&2
+      return 1
+    fi
+    echo "  statefulset/$sts: $n of $n pods ready: $(echo $names)"
+  done
+}
+check_statefulsets
 # helm test itself would wait forever: kwok runs the test pod, it never
 # exits. Its manifest goes through the API's admission instead.
 "${helm[@]}" template hg "$chart" -f "$chart/$values" --show-only templates/tests/test-topics.yaml |
@@ -178,6 +228,7 @@ echo "  Pod Security admission refuses the same pod with allowPrivilegeEscalatio
 echo "kube-check: helm upgrade --wait (the hooks run again)"
 "${helm[@]}" upgrade hg "$chart" -f "$chart/$values" --set router.commitInterval=2s --wait --timeout 5m >/dev/null
 "${helm[@]}" history hg | sed 's/^/  /'
+check_statefulsets
 echo "kube-check: helm uninstall --wait"
 "${helm[@]}" uninstall hg --wait --timeout 2m >/dev/null
 echo "kube-check: ok"
