@@ -709,6 +709,9 @@ func TestChartRejects(t *testing.T) {
 		{"reconcile without closers", []string{"reconcile.enabled=true"}, `reconcile.kind "order-timeout" is not a kind of canceller.closers`},
 		{"reconcile of an http closer", []string{"reconcile.enabled=true", "canceller.closers.order-timeout.http.url=https://x"}, "has no sql closer"},
 		{"reconcile without a deadline", []string{"reconcile.enabled=true", "canceller.closers.order-timeout.sql.driver=postgres"}, "sql.reconcile.deadline is not set"},
+		{"allowed targets joined by hand", []string{`router.allowedTargets[0]=a.cancel\,b.cancel`}, "/router/allowedTargets/0"},
+		{"timer bytes below 1 MiB", []string{"router.timerBytes=1000"}, "/router/timerBytes"},
+		{"router memory below its byte limits", []string{"router.resources.limits.memory=128Mi"}, "router.resources.limits.memory 128Mi (GOMEMLIMIT 115MiB) is below what a router may hold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderChart(t, "", tc.set...)

@@ -164,6 +164,10 @@ the ConfigMaps exist, get them inline.
 {{- $_ := set $env "HOURGLASS_TIMER_CAPACITY" ($r.timerCapacity | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_MAX_HELD_PER_PARTITION" ($r.maxHeldPerPartition | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_FETCH_PARTITION_BYTES" ($r.fetchPartitionBytes | int64 | toString) -}}
+{{- if $r.allowedTargets }}{{ $_ := set $env "HOURGLASS_ALLOWED_TARGETS" (join "," $r.allowedTargets) }}{{ end -}}
+{{- if $v.canceller.outcomesTopic }}{{ $_ := set $env "HOURGLASS_OUTCOMES_TOPIC" $v.canceller.outcomesTopic }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_TIMER_BYTES" ($r.timerBytes | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION" ($r.maxHeldBytesPerPartition | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $r.commitInterval -}}
 {{- $_ := set $env "HOURGLASS_REVOKE_TIMEOUT" $r.revokeTimeout -}}
 {{- range $k, $val := $r.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
@@ -417,20 +421,57 @@ the schema checks each value on its own.
 {{- fail (printf "reconcile.kind %q: canceller.closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due" $kind $kind) -}}
 {{- end -}}
 {{- end -}}
+{{- include "hourglass.routerMemory" . -}}
 {{- end -}}
 
 {{/*
-hourglass.gomemlimit is 90% of a memory limit ("512Mi", "1G", "268435456")
-in bytes, for GOMEMLIMIT: the Go runtime collects harder as it nears the
-limit instead of being killed at it. Empty when the limit does not parse.
+hourglass.bytes is a memory quantity ("512Mi", "1G", "268435456") in
+bytes; empty when it does not parse.
 */}}
-{{- define "hourglass.gomemlimit" -}}
+{{- define "hourglass.bytes" -}}
 {{- $q := toString . -}}
 {{- if regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$" $q -}}
 {{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $q | float64 -}}
 {{- $u := regexReplaceAll "^[0-9]+(\\.[0-9]+)?" $q "" -}}
 {{- $mult := get (dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0) $u -}}
-{{- mulf $n $mult 0.9 | floor | int64 -}}
+{{- mulf $n $mult | floor | int64 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+hourglass.routerMemory fails the render when the router's memory limit
+cannot hold what the router may hold by its byte limits (values.yaml,
+router.resources): when it owns every partition of every tier,
+  partitions x (maxHeldBytesPerPartition + fetchPartitionBytes)
+  + timerBytes + 64 MiB (Go runtime, Kafka client, metrics)
+must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
+*/}}
+{{- define "hourglass.routerMemory" -}}
+{{- $r := .Values.router -}}
+{{- $limit := dig "limits" "memory" "" $r.resources -}}
+{{- $limitBytes := include "hourglass.bytes" $limit -}}
+{{- if $limitBytes -}}
+{{- $mi := 1048576.0 -}}
+{{- $parts := mul (len .Values.topics.tiers) (.Values.topics.partitions | int64) -}}
+{{- $perPart := addf ($r.maxHeldBytesPerPartition | float64) ($r.fetchPartitionBytes | float64) -}}
+{{- $need := addf (mulf $parts $perPart) ($r.timerBytes | float64) (mulf 64 $mi) -}}
+{{- $soft := include "hourglass.gomemlimit" $limit | float64 -}}
+{{- if gt $need $soft -}}
+{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold when it owns every partition: %d partitions (%d tiers x %d) x (router.maxHeldBytesPerPartition %.2fMiB + router.fetchPartitionBytes %.2fMiB) + router.timerBytes %.0fMiB + 64MiB for the Go runtime and the Kafka client = %.0fMiB; raise the limit to at least %.0fMi or lower router.maxHeldBytesPerPartition" (toString $limit) (divf $soft $mi) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.maxHeldBytesPerPartition | float64) $mi) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+hourglass.gomemlimit is 90% of a memory limit ("512Mi", "1G", "268435456")
+in bytes, for GOMEMLIMIT: the Go runtime collects harder as the heap nears
+it instead of being killed at the limit, and the other 10% is left to what
+GOMEMLIMIT does not steer (goroutine stacks, memory not yet returned to
+the OS). Empty when the limit does not parse.
+*/}}
+{{- define "hourglass.gomemlimit" -}}
+{{- with include "hourglass.bytes" . -}}
+{{- mulf (float64 .) 0.9 | floor | int64 -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,0 +1,172 @@
+package deploy
+
+// Tests of the chart's defaults: the router's memory limit against its byte
+// limits, and the settings that mirror a service default against the
+// service's own.
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// quantityBytes parses a Kubernetes memory quantity ("512Mi", "1G",
+// "268435456").
+func quantityBytes(t *testing.T, q any) float64 {
+	t.Helper()
+	s := fmt.Sprint(q)
+	m := regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("memory quantity %q: not understood by the test", s)
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	mult := map[string]float64{"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m[2]]
+	return n * mult
+}
+
+// routerMemoryOverhead is what the router's memory holds beyond its
+// records: Go runtime, Kafka client, metrics (values.yaml, router.resources).
+const routerMemoryOverhead = 64 << 20
+
+// TestChartRouterMemory checks, in every scenario, that GOMEMLIMIT is
+// derived from the router's memory limit with headroom (85-90% of it), and
+// that the router's byte limits fit under it when one router owns every
+// partition of every tier.
+func TestChartRouterMemory(t *testing.T) {
+	t.Parallel()
+	for _, values := range chartScenarios {
+		t.Run(scenarioName(values), func(t *testing.T) {
+			t.Parallel()
+			objs := parseManifests(t, scenarioRender(t, values))
+			configMaps := map[string]object{}
+			for _, o := range objs {
+				if o.Kind == "ConfigMap" {
+					configMaps[o.Metadata.Name] = o
+				}
+			}
+			for _, o := range objs {
+				ps, ok := podSpecOf(t, o)
+				if !ok || (o.Kind != "StatefulSet" && o.Kind != "Deployment") {
+					continue
+				}
+				c := ps.Containers[0]
+				env := containerEnv(t, o, c, configMaps)
+				limit := quantityBytes(t, c.Resources.Limits["memory"])
+				soft, err := strconv.ParseFloat(env["GOMEMLIMIT"], 64)
+				if err != nil {
+					t.Errorf("%s: GOMEMLIMIT %q: %v", o, env["GOMEMLIMIT"], err)
+					continue
+				}
+				if r := soft / limit; r < 0.85 || r > 0.9 {
+					t.Errorf("%s: GOMEMLIMIT %.0f is %.1f%% of the memory limit %.0f, want 85-90%%", o, soft, 100*r, limit)
+				}
+				if component(o) != "router" {
+					continue
+				}
+				num := func(k string) float64 {
+					n, err := strconv.ParseFloat(env[k], 64)
+					if err != nil {
+						t.Fatalf("%s: %s %q: %v", o, k, env[k], err)
+					}
+					return n
+				}
+				parts := float64(len(strings.Split(env["HOURGLASS_TIERS"], ","))) * num("HOURGLASS_PARTITIONS")
+				need := parts*(num("HOURGLASS_MAX_HELD_BYTES_PER_PARTITION")+num("HOURGLASS_FETCH_PARTITION_BYTES")) +
+					num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
+				t.Logf("%s: %.0f partitions need up to %.0f MiB; GOMEMLIMIT %.0f MiB, limit %.0f MiB", o, parts, need/(1<<20), soft/(1<<20), limit/(1<<20))
+				if need > soft {
+					t.Errorf("%s: a router owning all %.0f partitions may hold %.0f MiB, above GOMEMLIMIT %.0f MiB", o, parts, need/(1<<20), soft/(1<<20))
+				}
+			}
+		})
+	}
+
+	// The render refuses a limit the byte limits do not fit, and names the
+	// way out; lowering maxHeldBytesPerPartition is one.
+	_, err := renderChart(t, "", "topics.partitions=40")
+	if err == nil || !strings.Contains(err.Error(), "router.resources.limits.memory 512Mi") || !strings.Contains(err.Error(), "lower router.maxHeldBytesPerPartition") {
+		t.Errorf("40 partitions of 3 tiers with 512Mi: want the render refused, got %v", err)
+	}
+	if _, err := renderChart(t, "", "topics.partitions=40", "router.maxHeldBytesPerPartition=2097152"); err != nil {
+		t.Errorf("40 partitions with 2 MiB per partition: %v", err)
+	}
+	if _, err := renderChart(t, "", "topics.partitions=40", "router.resources.limits.memory=1Gi"); err != nil {
+		t.Errorf("40 partitions with a 1Gi limit: %v", err)
+	}
+}
+
+// helpDefault matches the environment variable and default of a flag in
+// --help: "(env HOURGLASS_X, default 6s)".
+var helpDefault = regexp.MustCompile(`\(env (HOURGLASS_[A-Z0-9_]+), default ([^)]+)\)`)
+
+// TestChartDefaultsFollowServices checks that where the chart sets a
+// variable to mirror a service default, its default values render the
+// service's own default: the chart does not quietly keep an old one.
+func TestChartDefaultsFollowServices(t *testing.T) {
+	t.Parallel()
+	_, outDir := imageBinaries(t)
+	bin := filepath.Join(outDir, "hourglass")
+	objs := parseManifests(t, scenarioRender(t, ""))
+	mirrored := map[string][]string{
+		"router": {"HOURGLASS_SESSION_TIMEOUT", "HOURGLASS_COMMIT_INTERVAL", "HOURGLASS_SHUTDOWN_TIMEOUT", "HOURGLASS_REVOKE_TIMEOUT",
+			"HOURGLASS_TIMER_CAPACITY", "HOURGLASS_TIMER_BYTES", "HOURGLASS_MAX_HELD_PER_PARTITION", "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION",
+			"HOURGLASS_FETCH_PARTITION_BYTES", "HOURGLASS_MAX_DELAY", "HOURGLASS_TIERS", "HOURGLASS_TOPIC_PREFIX", "HOURGLASS_PARTITIONS"},
+		"canceller": {"HOURGLASS_SESSION_TIMEOUT", "HOURGLASS_COMMIT_INTERVAL", "HOURGLASS_SHUTDOWN_TIMEOUT", "HOURGLASS_CLOSE_TIMEOUT",
+			"HOURGLASS_MAX_IN_FLIGHT", "HOURGLASS_MAX_ATTEMPTS", "HOURGLASS_RETRY_BACKOFF", "HOURGLASS_RETRY_BACKOFF_MAX", "HOURGLASS_MAX_POLL_RECORDS"},
+	}
+	for _, name := range slices.Sorted(maps.Keys(mirrored)) {
+		out, err := execOutput(t, bin, name, "--help")
+		if err != nil {
+			t.Fatalf("hourglass %s --help: %v\n%s", name, err, out)
+		}
+		defaults := map[string]string{}
+		for _, m := range helpDefault.FindAllStringSubmatch(out, -1) {
+			defaults[m[1]] = m[2]
+		}
+		i := slices.IndexFunc(objs, func(o object) bool { return o.Kind == "ConfigMap" && component(o) == name })
+		if i < 0 {
+			t.Fatalf("no %s ConfigMap rendered", name)
+		}
+		for _, k := range mirrored[name] {
+			got, want := objs[i].Data[k], defaults[k]
+			if want == "" {
+				t.Errorf("%s: hourglass %s --help shows no default of %s", name, name, k)
+				continue
+			}
+			if !sameSetting(got, want) {
+				t.Errorf("%s: the chart sets %s=%q, the service's default is %q", name, k, got, want)
+			}
+		}
+	}
+}
+
+// execOutput runs a command and returns its combined output.
+func execOutput(t *testing.T, name string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// sameSetting compares two renderings of a value: equal text, or equal
+// durations ("8760h" and "8760h0m0s").
+func sameSetting(a, b string) bool {
+	if a == b {
+		return true
+	}
+	da, errA := time.ParseDuration(a)
+	db, errB := time.ParseDuration(b)
+	if errA == nil && errB == nil {
+		return da == db
+	}
+	fa, errA := strconv.ParseFloat(a, 64)
+	fb, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && math.Abs(fa-fb) < 1e-9
+}
