@@ -1,0 +1,185 @@
+package deploy
+
+// Tests of the NetworkPolicies: on by default, ingress to the http port from
+// the scrapers only.
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// networkPolicy is the part of a NetworkPolicy the tests read.
+type networkPolicy struct {
+	Spec struct {
+		PodSelector labelSelector `yaml:"podSelector"`
+		PolicyTypes []string      `yaml:"policyTypes"`
+		Ingress     []struct {
+			Ports []struct {
+				Port     any    `yaml:"port"`
+				Protocol string `yaml:"protocol"`
+			} `yaml:"ports"`
+			From []any `yaml:"from"`
+		} `yaml:"ingress"`
+		Egress []map[string]any `yaml:"egress"`
+	} `yaml:"spec"`
+}
+
+// policies returns the rendered NetworkPolicies by component.
+func policies(t *testing.T, objs []object) map[string]networkPolicy {
+	t.Helper()
+	out := map[string]networkPolicy{}
+	for _, o := range objs {
+		if o.Kind != "NetworkPolicy" {
+			continue
+		}
+		var np networkPolicy
+		recode(t, o.raw, &np)
+		out[component(o)] = np
+	}
+	return out
+}
+
+// yamlValue decodes YAML text, for comparing rendered peers with values.
+func yamlValue(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestChartNetworkPolicy checks the NetworkPolicies: rendered by default,
+// one per component, selecting its pods, allowing ingress only to the http
+// port and only from networkPolicy.metricsFrom (by default Prometheus pods
+// in any namespace), and every egress; the scrapers are configurable, an
+// empty list allows no ingress, and the policies can be turned off.
+func TestChartNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	defaultPeers := yamlValue(t, `
+- namespaceSelector: {}
+  podSelector:
+    matchLabels: {app.kubernetes.io/name: prometheus}
+`)
+	for _, tc := range []struct {
+		name       string
+		values     string
+		components []string
+		peers      any  // nil: no ingress rule at all
+		allEgress  bool // egress [{}]
+	}{
+		{
+			name:       "defaults",
+			components: []string{"router", "canceller"},
+			peers:      defaultPeers,
+			allEgress:  true,
+		},
+		{
+			name:       "recorder too",
+			values:     "recorder: {enabled: true}",
+			components: []string{"router", "canceller", "recorder"},
+			peers:      defaultPeers,
+			allEgress:  true,
+		},
+		{
+			name: "own scrapers",
+			values: `
+networkPolicy:
+  metricsFrom:
+    - namespaceSelector:
+        matchLabels: {kubernetes.io/metadata.name: monitoring}
+      podSelector:
+        matchLabels: {app.kubernetes.io/name: alloy}
+    - ipBlock: {cidr: 10.1.0.0/16}
+`,
+			components: []string{"router", "canceller"},
+			peers: yamlValue(t, `
+- namespaceSelector:
+    matchLabels: {kubernetes.io/metadata.name: monitoring}
+  podSelector:
+    matchLabels: {app.kubernetes.io/name: alloy}
+- ipBlock: {cidr: 10.1.0.0/16}
+`),
+			allEgress: true,
+		},
+		{
+			name:       "no scrapers",
+			values:     "networkPolicy: {metricsFrom: []}",
+			components: []string{"router", "canceller"},
+			peers:      nil,
+			allEgress:  true,
+		},
+		{
+			name:       "egress restricted",
+			values:     "networkPolicy: {allowAllEgress: false, egress: [{ports: [{port: 9092}]}]}",
+			components: []string{"router", "canceller"},
+			peers:      defaultPeers,
+		},
+		{
+			name:   "off",
+			values: "networkPolicy: {enabled: false}",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			objs := mustRender(t, tc.values)
+			got := policies(t, objs)
+			if names := slices.Sorted(func(yield func(string) bool) {
+				for k := range got {
+					if !yield(k) {
+						return
+					}
+				}
+			}); !slices.Equal(names, slices.Sorted(slices.Values(tc.components))) {
+				t.Fatalf("NetworkPolicies of %v, want %v", names, tc.components)
+			}
+			for _, o := range objs {
+				np, ok := got[component(o)]
+				if !ok || (o.Kind != "StatefulSet" && o.Kind != "Deployment") {
+					continue
+				}
+				where := "NetworkPolicy of the " + component(o)
+				if !np.Spec.PodSelector.matches(podLabels(t, o)) {
+					t.Errorf("%s: podSelector does not select %s's pods", where, o)
+				}
+				if !slices.Equal(np.Spec.PolicyTypes, []string{"Ingress", "Egress"}) {
+					t.Errorf("%s: policyTypes %v, want [Ingress Egress]", where, np.Spec.PolicyTypes)
+				}
+				if tc.peers == nil {
+					if len(np.Spec.Ingress) != 0 {
+						t.Errorf("%s: %d ingress rules, want none (no ingress)", where, len(np.Spec.Ingress))
+					}
+				} else {
+					if len(np.Spec.Ingress) != 1 {
+						t.Fatalf("%s: %d ingress rules, want 1", where, len(np.Spec.Ingress))
+					}
+					in := np.Spec.Ingress[0]
+					if len(in.Ports) != 1 || in.Ports[0].Port != "http" || in.Ports[0].Protocol != "TCP" {
+						t.Errorf("%s: ingress ports %+v, want only the http port", where, in.Ports)
+					}
+					ps, _ := podSpecOf(t, o)
+					if !slices.ContainsFunc(ps.Containers[0].Ports, func(p struct {
+						Name          string `yaml:"name"`
+						ContainerPort int    `yaml:"containerPort"`
+					}) bool {
+						return p.Name == "http"
+					}) {
+						t.Errorf("%s: %s has no container port named http", where, o)
+					}
+					var from any
+					recode(t, in.From, &from)
+					if len(in.From) == 0 || !reflect.DeepEqual(from, tc.peers) {
+						t.Errorf("%s: ingress from %v, want %v", where, from, tc.peers)
+					}
+				}
+				allOpen := len(np.Spec.Egress) == 1 && len(np.Spec.Egress[0]) == 0
+				if allOpen != tc.allEgress {
+					t.Errorf("%s: egress %v; all egress allowed: %v, want %v", where, np.Spec.Egress, allOpen, tc.allEgress)
+				}
+			}
+		})
+	}
+}
