@@ -170,7 +170,7 @@ the ConfigMaps exist, get them inline.
 {{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION" ($r.maxHeldBytesPerPartition | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $r.commitInterval -}}
 {{- $_ := set $env "HOURGLASS_REVOKE_TIMEOUT" $r.revokeTimeout -}}
-{{- range $k, $val := $r.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
+{{- include "hourglass.extraEnv" (dict "env" $env "extra" $r.extraEnv "where" "router") -}}
 {{- toYaml $env -}}
 {{- end -}}
 
@@ -193,7 +193,7 @@ the ConfigMaps exist, get them inline.
 {{- $_ := set $env "HOURGLASS_RETRY_BACKOFF_MAX" $c.retryBackoffMax -}}
 {{- $_ := set $env "HOURGLASS_MAX_POLL_RECORDS" ($c.maxPollRecords | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $c.commitInterval -}}
-{{- range $k, $val := $c.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
+{{- include "hourglass.extraEnv" (dict "env" $env "extra" $c.extraEnv "where" "canceller") -}}
 {{- toYaml $env -}}
 {{- end -}}
 
@@ -228,8 +228,27 @@ the ConfigMaps exist, get them inline.
 {{- $_ := set $env "HOURGLASS_FLUSH_INTERVAL" $r.flushInterval -}}
 {{- $_ := set $env "HOURGLASS_INSERT_TIMEOUT" $r.insertTimeout -}}
 {{- $_ := set $env "HOURGLASS_MIGRATE" (toString (and $r.migrate (not $r.migrationJob.enabled))) -}}
-{{- range $k, $val := $r.extraEnv }}{{ $_ := set $env $k (toString $val) }}{{ end -}}
+{{- include "hourglass.extraEnv" (dict "env" $env "extra" $r.extraEnv "where" "recorder") -}}
 {{- toYaml $env -}}
+{{- end -}}
+
+{{/*
+hourglass.extraEnv adds a component's extraEnv to its env map (dict "env"
+$env "extra" .extraEnv "where" "router"). A variable the chart sets itself
+is refused instead of silently replaced: HOURGLASS_INSTANCE_ID above all,
+which must differ between pods.
+*/}}
+{{- define "hourglass.extraEnv" -}}
+{{- $env := .env -}}
+{{- $where := .where -}}
+{{- range $k, $val := .extra -}}
+{{- if eq $k "HOURGLASS_INSTANCE_ID" -}}
+{{- fail (printf "%s.extraEnv.%s: the chart gives each pod its own (the pod name); one value for every pod would make them share a group instance id" $where $k) -}}
+{{- else if hasKey $env $k -}}
+{{- fail (printf "%s.extraEnv.%s: the chart sets this variable from its own values (values.yaml); set that key instead" $where $k) -}}
+{{- end -}}
+{{- $_ := set $env $k (toString $val) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* An env map (YAML text) as a container's env list. */}}
