@@ -1,12 +1,83 @@
 package deploy
 
-// Tests of how settings reach the pods: extraEnv that would override what
-// the chart sets.
+// Tests of how secrets reach the pods: the outcome signing key, and
+// extraEnv that would override what the chart sets.
 
 import (
 	"strings"
 	"testing"
 )
+
+// TestChartOutcomesKey checks the outcome signing key: absent by default;
+// with outcomesKey.existingSecret, the canceller (which signs) and the
+// recorder (which verifies) read the same key from the same Secret, mounted
+// read-only, and nothing else gets it.
+func TestChartOutcomesKey(t *testing.T) {
+	t.Parallel()
+	const volume = "outcomes-key"
+	type found struct {
+		file, secret, key string
+	}
+	keyOf := func(t *testing.T, objs []object) map[string]found {
+		t.Helper()
+		out := map[string]found{}
+		for _, o := range objs {
+			ps, ok := podSpecOf(t, o)
+			if !ok {
+				continue
+			}
+			for _, c := range ps.Containers {
+				var f found
+				for _, e := range c.Env {
+					if e.Name == "HOURGLASS_OUTCOMES_KEY_FILE" && e.Value != nil {
+						f.file = *e.Value
+					}
+				}
+				for _, m := range c.VolumeMounts {
+					if m.Name != volume {
+						continue
+					}
+					if !m.ReadOnly {
+						t.Errorf("%s: %s is mounted writable", o, volume)
+					}
+					if f.file != "" && !strings.HasPrefix(f.file, m.MountPath+"/") {
+						t.Errorf("%s: HOURGLASS_OUTCOMES_KEY_FILE %s is not in the mount %s", o, f.file, m.MountPath)
+					}
+					for _, v := range ps.Volumes {
+						if v.Name == volume && v.Secret != nil && len(v.Secret.Items) == 1 {
+							f.secret, f.key = v.Secret.SecretName, v.Secret.Items[0].Key
+						}
+					}
+				}
+				if f != (found{}) {
+					out[o.Kind+"/"+c.Name] = f
+				}
+			}
+		}
+		return out
+	}
+
+	if got := keyOf(t, mustRender(t, "recorder: {enabled: true}")); len(got) > 0 {
+		t.Errorf("defaults: the signing key reaches %v", got)
+	}
+	got := keyOf(t, mustRender(t, `
+recorder: {enabled: true}
+reconcile: {enabled: true}
+canceller:
+  closers:
+    order-timeout: {sql: {driver: postgres, dsn: {env: DSN}, reconcile: {deadline: 30m}}}
+outcomesKey: {existingSecret: hmac-secret, key: hmac}
+`))
+	want := found{file: "/etc/hourglass/outcomes-key/key", secret: "hmac-secret", key: "hmac"}
+	if len(got) != 2 || got["StatefulSet/canceller"] != want || got["Deployment/recorder"] != want {
+		t.Errorf("signing key in %v, want %+v in the canceller StatefulSet and the recorder Deployment only", got, want)
+	}
+
+	_, err := renderChart(t, "", "outcomesKey.existingSecret=s", "outcomesKey.key=")
+	if err == nil || !strings.Contains(err.Error(), "outcomesKey.key is empty") {
+		t.Errorf("outcomesKey without a key: %v", err)
+	}
+}
 
 // TestChartExtraEnvRefused checks that extraEnv cannot override what the
 // chart sets: above all the per-pod instance id.
@@ -18,6 +89,7 @@ func TestChartExtraEnvRefused(t *testing.T) {
 	}{
 		{"router.extraEnv.HOURGLASS_INSTANCE_ID=r", "router.extraEnv.HOURGLASS_INSTANCE_ID: the chart gives each pod its own"},
 		{"canceller.extraEnv.HOURGLASS_INSTANCE_ID=c", "canceller.extraEnv.HOURGLASS_INSTANCE_ID: the chart gives each pod its own"},
+		{"canceller.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE=/k", "canceller.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE: set outcomesKey instead"},
 		{"router.extraEnv.HOURGLASS_SESSION_TIMEOUT=45s", "router.extraEnv.HOURGLASS_SESSION_TIMEOUT: the chart sets this variable from its own values"},
 		{"canceller.extraEnv.HOURGLASS_HTTP_ADDR=127.0.0.1:8081", "canceller.extraEnv.HOURGLASS_HTTP_ADDR: the chart sets this variable"},
 	} {

@@ -1503,8 +1503,12 @@ func checkConfig(t *testing.T, where, bin, command string, h commandHelp, o obje
 			return keyPEM
 		case strings.HasSuffix(path, ".crt"), strings.HasSuffix(path, ".pem"):
 			return certPEM
+		case filepath.Base(path) == "dsn":
+			return []byte("postgres://hourglass:test@127.0.0.1:5432/test\n")
 		}
-		return []byte("test-secret\n")
+		// Long enough for every secret, the outcome signing key (16 bytes
+		// at least) too.
+		return []byte("test-secret-0123456789abcdef\n")
 	}
 
 	env := containerEnv(t, o, c, configMaps)

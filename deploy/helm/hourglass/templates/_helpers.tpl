@@ -244,6 +244,8 @@ which must differ between pods.
 {{- range $k, $val := .extra -}}
 {{- if eq $k "HOURGLASS_INSTANCE_ID" -}}
 {{- fail (printf "%s.extraEnv.%s: the chart gives each pod its own (the pod name); one value for every pod would make them share a group instance id" $where $k) -}}
+{{- else if eq $k "HOURGLASS_OUTCOMES_KEY_FILE" -}}
+{{- fail (printf "%s.extraEnv.%s: set outcomesKey instead (the chart mounts the key)" $where $k) -}}
 {{- else if hasKey $env $k -}}
 {{- fail (printf "%s.extraEnv.%s: the chart sets this variable from its own values (values.yaml); set that key instead" $where $k) -}}
 {{- end -}}
@@ -439,6 +441,9 @@ the schema checks each value on its own.
 {{- if not (dig "reconcile" "deadline" "" $entry.sql) -}}
 {{- fail (printf "reconcile.kind %q: canceller.closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due" $kind $kind) -}}
 {{- end -}}
+{{- end -}}
+{{- if and $v.outcomesKey.existingSecret (not $v.outcomesKey.key) -}}
+{{- fail "outcomesKey.key is empty: name the key of outcomesKey.existingSecret that holds the signing key" -}}
 {{- end -}}
 {{- include "hourglass.routerMemory" . -}}
 {{- end -}}
