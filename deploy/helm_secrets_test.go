@@ -1,12 +1,101 @@
 package deploy
 
-// Tests of how secrets reach the pods: the outcome signing key, and
-// extraEnv that would override what the chart sets.
+// Tests of how secrets reach the pods: the refusal of secrets written into
+// the closers file, the outcome signing key, and extraEnv that would
+// override what the chart sets.
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
+
+// TestChartInlineSecrets checks that a secret written inline ({value:
+// ...}) anywhere under canceller.closers fails the render with its key
+// path, without printing it, while {env: ...}, {file: ...} and the maps
+// with a "value" key that are no secrets render.
+func TestChartInlineSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "do-not-print-me"
+	t.Run("testdata", func(t *testing.T) {
+		t.Parallel()
+		_, err := helm(t, "template", chartRelease, chartDir, "--kube-version", chartKubeVersion, "--values", "testdata/inline-secret-values.yaml")
+		if err == nil {
+			t.Fatal("testdata/inline-secret-values.yaml rendered")
+		}
+		want := "canceller.closers.order-timeout.sql.dsn: inline {value: ...} secrets are refused; use {env: ...} with canceller.secretEnv or {file: ...} with a mounted Secret"
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not contain %q:\n%v", want, err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error prints the secret:\n%v", err)
+		}
+	})
+
+	for _, tc := range []struct {
+		name    string
+		closers string // YAML under canceller.closers
+		refused string // the key path in the error; "" to render
+	}{
+		{"sql dsn", "ot: {sql: {driver: postgres, dsn: {value: " + secret + "}}}", "canceller.closers.ot.sql.dsn"},
+		{"http bearer token", "ot: {http: {url: 'https://x/{id}', bearer_token: {value: " + secret + "}}}", "canceller.closers.ot.http.bearer_token"},
+		{"http basic auth", "ot: {http: {url: 'https://x/{id}', basic_auth: {username: u, password: {value: " + secret + "}}}}", "canceller.closers.ot.http.basic_auth.password"},
+		{"a value beside a reference", "ot: {sql: {driver: postgres, dsn: {env: DSN, value: " + secret + "}}}", "canceller.closers.ot.sql.dsn"},
+		{"any nested map", "ot: {sql: {driver: postgres, dsn: {env: DSN}, tls: {future_secret: {value: " + secret + "}}}}", "canceller.closers.ot.sql.tls.future_secret"},
+		{"in a list", "ot: {http: {url: 'https://x/{id}', future_list: [{value: " + secret + "}]}}", "canceller.closers.ot.http.future_list[0]"},
+		{"second kind", "a: {log: {}}\nb: {sql: {driver: postgres, dsn: {value: " + secret + "}}}", "canceller.closers.b.sql.dsn"},
+		{"env and file", "ot: {sql: {driver: postgres, dsn: {env: DSN}}}\nhook: {http: {url: 'https://x/{id}', bearer_token: {file: /s/token}}}", ""},
+		{"kafka closer value", "ot: {kafka: {topic: t, value: payload}}", ""},
+		{"http header named value", "ot: {http: {url: 'https://x/{id}', headers: {value: x}}}", ""},
+		{"a kind named value", "value: {log: {}}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var closers any
+			if err := yaml.Unmarshal([]byte(tc.closers), &closers); err != nil {
+				t.Fatal(err)
+			}
+			values, err := yaml.Marshal(map[string]any{"canceller": map[string]any{"closers": closers}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := renderValues(t, string(values))
+			if tc.refused == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The closers file carries the references as they were.
+				for _, o := range parseManifests(t, out) {
+					if o.Kind == "ConfigMap" && component(o) == "closers" {
+						var file struct {
+							Closers any `yaml:"closers"`
+						}
+						if err := yaml.Unmarshal([]byte(o.Data["closers.yaml"]), &file); err != nil {
+							t.Fatal(err)
+						}
+						if !reflect.DeepEqual(file.Closers, closers) {
+							t.Errorf("closers.yaml holds %v, want %v", file.Closers, closers)
+						}
+						return
+					}
+				}
+				t.Error("no closers ConfigMap rendered")
+				return
+			}
+			if err == nil {
+				t.Fatalf("rendered; want %s refused", tc.refused)
+			}
+			if !strings.Contains(err.Error(), tc.refused+": inline {value: ...} secrets are refused") {
+				t.Errorf("error does not name %s:\n%v", tc.refused, err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error prints the secret:\n%v", err)
+			}
+		})
+	}
+}
 
 // TestChartOutcomesKey checks the outcome signing key: absent by default;
 // with outcomesKey.existingSecret, the canceller (which signs) and the

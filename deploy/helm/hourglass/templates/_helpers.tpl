@@ -442,10 +442,45 @@ the schema checks each value on its own.
 {{- fail (printf "reconcile.kind %q: canceller.closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due" $kind $kind) -}}
 {{- end -}}
 {{- end -}}
+{{- range $kind, $entry := $v.canceller.closers -}}
+{{- range $type, $cfg := $entry -}}
+{{- include "hourglass.refuseInlineSecrets" (dict "node" $cfg "path" (printf "canceller.closers.%s.%s" $kind $type) "type" $type "key" $type) -}}
+{{- end -}}
+{{- end -}}
 {{- if and $v.outcomesKey.existingSecret (not $v.outcomesKey.key) -}}
 {{- fail "outcomesKey.key is empty: name the key of outcomesKey.existingSecret that holds the signing key" -}}
 {{- end -}}
 {{- include "hourglass.routerMemory" . -}}
+{{- end -}}
+
+{{/*
+hourglass.refuseInlineSecrets fails the render on a secret written into
+canceller.closers as {value: ...}: the closers file is a ConfigMap, readable
+by whoever reads the namespace's ConfigMaps and kept in the release's
+history. Secrets of a closer (sql dsn, http bearer_token and
+basic_auth.password, any later one) are maps of one of env, file and
+value; every map under a closer with a "value" key is taken for one, except
+the two that are not secrets: the kafka closer's own settings (value: event
+or payload) and http headers (whose keys are header names). dict "node" the
+value, "path" its key path, "type" the closer (sql, http, kafka), "key" its
+own key.
+*/}}
+{{- define "hourglass.refuseInlineSecrets" -}}
+{{- $node := .node -}}
+{{- $path := .path -}}
+{{- $type := .type -}}
+{{- if kindIs "map" $node -}}
+{{- if and (hasKey $node "value") (not (and (eq $type "kafka") (eq .key "kafka"))) (not (and (eq $type "http") (eq .key "headers"))) -}}
+{{- fail (printf "%s: inline {value: ...} secrets are refused; use {env: ...} with canceller.secretEnv or {file: ...} with a mounted Secret (canceller.secretVolumes)" $path) -}}
+{{- end -}}
+{{- range $k, $child := $node -}}
+{{- include "hourglass.refuseInlineSecrets" (dict "node" $child "path" (printf "%s.%s" $path $k) "type" $type "key" $k) -}}
+{{- end -}}
+{{- else if kindIs "slice" $node -}}
+{{- range $i, $child := $node -}}
+{{- include "hourglass.refuseInlineSecrets" (dict "node" $child "path" (printf "%s[%d]" $path $i) "type" $type "key" "") -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
