@@ -24,10 +24,13 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-var seeds kgo.Opt
+var (
+	seeds   kgo.Opt
+	cluster *kfake.Cluster
+)
 
 func TestMain(m *testing.M) {
-	kfaketest.Main(m, func(c *kfake.Cluster) { seeds = kgo.SeedBrokers(c.ListenAddrs()...) },
+	kfaketest.Main(m, func(c *kfake.Cluster) { cluster, seeds = c, kgo.SeedBrokers(c.ListenAddrs()...) },
 		kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 }
 
