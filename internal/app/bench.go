@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,11 +41,27 @@ Workloads (--delays): a duration ("5s": every order due that long after it is
 scheduled), or "mix": 50% exactly 5s, 30% uniform 2s-20s, 20% exactly 30s.
 
 The JSON line: orders, fired (orders with an outcome), lost (without one),
-duplicates (outcomes beyond the first), early (closed before due: must be 0),
-lateness_ms (p50, p90, p99, p999, max), schedule_rate (orders/s produced),
-fire_rate (closes/s from the first close to the last) and fire_rate_peak (the
-highest closes/s over one progress second), peak RSS and CPU seconds of the router and canceller.
-It exits 1 when an order is lost or early.
+duplicates (outcomes beyond the first), early (forwarded or closed before
+due: must be 0), lateness_ms (p50, p90, p99, p999, max), schedule_rate
+(orders/s produced), fire_rate (closes/s from the first close to the last)
+and fire_rate_peak (the highest closes/s over one progress second), peak RSS
+and CPU seconds of the router and canceller. It exits 1 when an order is lost
+or early, or when a --max-* bound is exceeded.
+
+With --kill router (or canceller) the bench kills that process with SIGKILL
+at --kill-at and starts it again --restart-after later (with the same
+--instance-id when --instance-ids is set), and adds "kill": recovery_ms
+(from the kill to the first forward, or close, by the new instance),
+lateness_ms of the deadlines due in the 10 s after the kill, and the
+duplicates, also as milliseconds of traffic at --rate.
+
+With --hostile-rate and --bombs the bench also sends what a hostile
+producer would, next to the orders: records with a value just under the
+router's limit (899,000 bytes) due --pending-delay ahead, at --hostile-rate
+per second, and zstd batches of 256 MiB that fit in 35 kB on the wire
+(--bombs of them, one every second): the router must keep them bounded in
+memory (router_peak_rss_mb; --max-router-rss-mb fails the run above a
+bound) and dead-letter the batches.
 
 With --pending-steps the bench measures memory instead: it schedules orders
 due far ahead (--pending-delay) and samples the router's RSS as the pending
@@ -63,6 +82,19 @@ type benchConfig struct {
 	pendingSteps []int
 	pendingDelay time.Duration
 	routerArgs   []string
+
+	kill         string // "", "router" or "canceller"
+	killAt       time.Duration
+	restartAfter time.Duration
+	instanceIDs  bool
+
+	hostileRate int
+	bombs       int
+
+	maxP99      time.Duration
+	maxLate     time.Duration
+	maxRSS      float64
+	maxGrowthMB float64
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
@@ -82,6 +114,16 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.StringsVar(&steps, "pending-steps", "", nil, "memory mode: pending deadline counts at which to sample the router's RSS, e.g. 10000,100000,1000000")
 	fs.DurationVar(&c.pendingDelay, "pending-delay", "", 45*time.Minute, "memory mode: how far ahead the pending orders are due")
 	fs.StringsVar(&c.routerArgs, "router-args", "", nil, "extra router flags, comma-separated (e.g. --max-held-per-partition=200)")
+	fs.StringVar(&c.kill, "kill", "", "", "SIGKILL this `process` (router or canceller) at --kill-at and start it again")
+	fs.DurationVar(&c.killAt, "kill-at", "", 0, "when to kill, from the start (default: halfway through scheduling)")
+	fs.DurationVar(&c.restartAfter, "restart-after", "", 300*time.Millisecond, "how long the killed process stays down")
+	fs.BoolVar(&c.instanceIDs, "instance-ids", "", false, "give the router and the canceller an --instance-id (static membership)")
+	fs.IntVar(&c.hostileRate, "hostile-rate", "", 0, "records with a value just under the size limit per second, next to the orders")
+	fs.IntVar(&c.bombs, "bombs", "", 0, "zstd batches that decompress to 256 MiB, one per second")
+	fs.DurationVar(&c.maxP99, "max-p99", "", 0, "fail when lateness p99 exceeds this (0: no bound)")
+	fs.DurationVar(&c.maxLate, "max-lateness", "", 0, "fail when the largest lateness exceeds this (0: no bound)")
+	fs.Float64Var(&c.maxRSS, "max-router-rss-mb", "", 0, "fail when the router's peak RSS exceeds this many MB (0: no bound)")
+	fs.Float64Var(&c.maxGrowthMB, "max-growth-mb", "", 0, "memory mode: fail when the router's RSS grows by more than this many MB (0: no bound)")
 	if err := parseArgs(fs, args); err != nil {
 		return nil, err
 	}
@@ -109,6 +151,19 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	}
 	if c.timeout <= 0 {
 		errs.add("timeout", "must be positive")
+	}
+	switch c.kill {
+	case "", "router", "canceller":
+	default:
+		errs.add("kill", "%q: want router or canceller", c.kill)
+	}
+	if c.killAt < 0 || c.restartAfter < 0 {
+		errs.add("kill-at", "must not be negative (nor --restart-after)")
+	}
+	errs.intRange("hostile-rate", c.hostileRate, 0, 1000)
+	errs.intRange("bombs", c.bombs, 0, 100)
+	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0) {
+		errs.add("pending-steps", "the memory mode takes neither --kill nor hostile records")
 	}
 	if err := fs.Explain(errs); err != nil {
 		return nil, UsageError{err}
@@ -159,6 +214,11 @@ type benchResult struct {
 	RouterCPU       float64     `json:"router_cpu_s"`
 	CancellerCPU    float64     `json:"canceller_cpu_s"`
 	DurationSeconds float64     `json:"duration_s"`
+	InstanceIDs     bool        `json:"instance_ids"`
+	// The router's and canceller's figures are those of the last
+	// instance, the restarted one after a kill.
+	Kill    *killResult    `json:"kill,omitempty"`
+	Hostile *hostileResult `json:"hostile,omitempty"`
 }
 
 // Bench is the `hourglass bench` command.
@@ -178,17 +238,25 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := provision(ctx, seed, TopicSpecs(DefaultTopicSet(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
 		return err
 	}
-	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false", "--session-timeout", "6s"}
-	rt, err := spawn(ctx, stderr, append(append([]string{"router", "--tiers", c.tiers.String()}, common...), c.routerArgs...)...)
-	if err != nil {
-		return err
+	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false"}
+	routerArgs := append(append([]string{"router", "--tiers", c.tiers.String()}, common...), c.routerArgs...)
+	cancellerArgs := append([]string{"canceller"}, common...)
+	if c.instanceIDs {
+		routerArgs = append(routerArgs, "--instance-id", "bench-router-0")
+		cancellerArgs = append(cancellerArgs, "--instance-id", "bench-canceller-0")
 	}
-	defer rt.stop()
-	cn, err := spawn(ctx, stderr, append([]string{"canceller"}, common...)...)
-	if err != nil {
-		return err
+	var rt, cn atomic.Pointer[child]
+	for _, s := range []struct {
+		p    *atomic.Pointer[child]
+		args []string
+	}{{&rt, routerArgs}, {&cn, cancellerArgs}} {
+		ch, err := spawn(ctx, stderr, s.args...)
+		if err != nil {
+			return err
+		}
+		s.p.Store(ch)
+		defer func() { s.p.Load().stop() }()
 	}
-	defer cn.stop()
 	if err := waitGroups(ctx, broker); err != nil {
 		return err
 	}
@@ -202,12 +270,15 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(c.pendingSteps) > 0 {
-		return benchMemory(ctx, c, s, prod, rt, stdout, stderr)
+		return benchMemory(ctx, c, s, prod, rt.Load(), stdout, stderr)
 	}
 
 	t := newTally()
-	var firstFire, lastFire time.Time
-	t.onEvent = func(_ outcome.Event, first bool) {
+	var (
+		firstFire, lastFire time.Time
+		kill                killWatch
+	)
+	t.onEvent = func(ev outcome.Event, first bool) {
 		if first {
 			now := time.Now()
 			if firstFire.IsZero() {
@@ -215,10 +286,34 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			lastFire = now
 		}
+		kill.see(ev, first, c.kill)
 	}
 	defer goWatch(ctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
 
 	start := time.Now()
+	kill.begun = start
+	var side sync.WaitGroup
+	defer side.Wait()
+	sideCtx, stopSide := context.WithCancel(ctx)
+	defer stopSide()
+	if c.kill != "" {
+		victim, args := &rt, routerArgs
+		if c.kill == "canceller" {
+			victim, args = &cn, cancellerArgs
+		}
+		at := c.killAt
+		if at == 0 {
+			at = time.Duration(float64(c.orders) / float64(c.rate) / 2 * float64(time.Second))
+		}
+		side.Go(func() {
+			if err := kill.run(sideCtx, victim, args, start.Add(at), c.restartAfter, stderr); err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+			}
+		})
+	}
+	if c.hostileRate > 0 || c.bombs > 0 {
+		side.Go(func() { hostileLoad(sideCtx, prod, c, stderr) })
+	}
 	wl, _ := newWorkload(c.delays)
 	rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), 1))
 	var maxDelay time.Duration
@@ -235,6 +330,8 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bench: flush: %w", err)
 	}
 	scheduleTook := time.Since(start)
+	stopSide()
+	side.Wait()
 
 	// Wait for every outcome, bounded by the last due time plus a drain.
 	drain := time.NewTimer(maxDelay + time.Minute)
@@ -266,9 +363,16 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Fired: snap.Tasks, Lost: produced - snap.Tasks, Duplicates: snap.Duplicates, Early: snap.Early,
 		LatenessMs:    snap.Late,
 		ScheduleRate:  round(float64(produced) / scheduleTook.Seconds()),
-		RouterPeakRSS: rt.peakRSS(), CancellerPeak: cn.peakRSS(),
-		RouterCPU: rt.cpu(), CancellerCPU: cn.cpu(),
+		RouterPeakRSS: rt.Load().peakRSS(), CancellerPeak: cn.Load().peakRSS(),
+		RouterCPU: rt.Load().cpu(), CancellerCPU: cn.Load().cpu(),
 		DurationSeconds: round(time.Since(start).Seconds()),
+		InstanceIDs:     c.instanceIDs,
+	}
+	if c.kill != "" {
+		res.Kill = kill.result(c, snap.Duplicates)
+	}
+	if c.hostileRate > 0 || c.bombs > 0 {
+		res.Hostile = &hostileResult{Rate: c.hostileRate, Bombs: c.bombs}
 	}
 	if span := lastFire.Sub(firstFire).Seconds(); span > 0 {
 		res.FireRate = round(float64(snap.Tasks) / span)
@@ -279,6 +383,24 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if res.Lost > 0 || res.Early > 0 {
 		return fmt.Errorf("bench: %d orders lost, %d fired early", res.Lost, res.Early)
+	}
+	return c.bounds(res)
+}
+
+// bounds checks the --max-* bounds.
+func (c *benchConfig) bounds(res benchResult) error {
+	var errs []error
+	if c.maxP99 > 0 && time.Duration(res.LatenessMs.P99)*time.Millisecond > c.maxP99 {
+		errs = append(errs, fmt.Errorf("lateness p99 %d ms, more than --max-p99 %v", res.LatenessMs.P99, c.maxP99))
+	}
+	if c.maxLate > 0 && time.Duration(res.LatenessMs.Max)*time.Millisecond > c.maxLate {
+		errs = append(errs, fmt.Errorf("lateness max %d ms, more than --max-lateness %v", res.LatenessMs.Max, c.maxLate))
+	}
+	if c.maxRSS > 0 && res.RouterPeakRSS > c.maxRSS {
+		errs = append(errs, fmt.Errorf("router peak RSS %.1f MB, more than --max-router-rss-mb %.0f", res.RouterPeakRSS, c.maxRSS))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bench: %w", errors.Join(errs...))
 	}
 	return nil
 }
@@ -375,14 +497,23 @@ func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *
 		steps = append(steps, memoryStep{Pending: scheduled, RouterRSS: float64(percentilesOf(samples).P50) / 1000})
 		fmt.Fprintf(stderr, "bench: %d pending, router RSS %.1f MB\n", scheduled, steps[len(steps)-1].RouterRSS)
 	}
-	return json.NewEncoder(stdout).Encode(struct {
+	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
+	err := json.NewEncoder(stdout).Encode(struct {
 		Mode      string       `json:"mode"`
 		Tiers     string       `json:"tiers"`
 		Delay     string       `json:"pending_delay"`
 		Steps     []memoryStep `json:"steps"`
 		GrowthMB  float64      `json:"router_rss_growth_mb"`
 		PeakRSSMB float64      `json:"router_peak_rss_mb"`
-	}{"memory", c.tiers.String(), c.pendingDelay.String(), steps, round(steps[len(steps)-1].RouterRSS - steps[0].RouterRSS), rt.peakRSS()})
+	}{"memory", c.tiers.String(), c.pendingDelay.String(), steps, round(growth), rt.peakRSS()})
+	if err != nil {
+		return err
+	}
+	if c.maxGrowthMB > 0 && growth > c.maxGrowthMB {
+		return fmt.Errorf("bench: router RSS grew %.1f MB from %d to %d pending deadlines, more than --max-growth-mb %.0f",
+			growth, steps[0].Pending, steps[len(steps)-1].Pending, c.maxGrowthMB)
+	}
+	return nil
 }
 
 func waitGroups(ctx context.Context, broker *kfake.Cluster) error {

@@ -50,7 +50,7 @@ func (t *tally) add(ev outcome.Event) {
 	} else {
 		t.dups++
 	}
-	if ev.ClosedMs < ev.DueMs {
+	if ev.ClosedMs < ev.DueMs || ev.ForwardedMs > 0 && ev.ForwardedMs < ev.DueMs {
 		t.early++
 	}
 	fn := t.onEvent

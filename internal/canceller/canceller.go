@@ -40,7 +40,8 @@ type Canceller struct {
 	mu      sync.Mutex // guards the fields below
 	parts   map[tp]*partition
 	keys    map[string][]job // task ids with a close running, and the records waiting behind it
-	pending int              // records taken and not finished
+	pending int              // records taken whose close has not finished: closing, or waiting for their turn or the rate limit
+	unacked int              // records taken and not finished: pending, or closed with records onward not yet acknowledged
 	fatal   error            // stops the canceller: another member took its instance id
 	wake    chan struct{}    // a record finished; capacity 1
 
@@ -60,8 +61,6 @@ type tp struct {
 // partition is the state of one assigned partition.
 type partition struct {
 	tr offsets.Tracker
-	// epoch counts the resets of the partition (see offsets.Tracker.Add).
-	epoch int
 	// ctx is canceled when the partition is revoked or lost, or at the
 	// stop: its records not yet closing are dropped, uncommitted, for the
 	// next owner, and produces waiting to be tried again are given up.
@@ -74,7 +73,7 @@ type partition struct {
 type job struct {
 	r     *kgo.Record
 	p     *partition
-	epoch int // the partition's epoch when the record was taken
+	epoch int // the partition's tracker epoch when the record was taken
 }
 
 // Route is how the tasks of one kind are closed.
@@ -304,13 +303,19 @@ func (c *Canceller) signal() {
 	}
 }
 
-// waitFree waits until fewer than MaxInFlight records are pending and
-// returns how many more may be taken, or the error that stops the
-// canceller.
+// maxUnacked bounds the records whose close is done and whose records
+// onward (outcome event, retry, dead letter) are not yet acknowledged: a
+// topic that refuses them holds up the taking of more records instead of
+// filling memory.
+const maxUnacked = 10_000
+
+// waitFree waits until fewer than MaxInFlight records are pending (and
+// fewer than maxUnacked unacknowledged) and returns how many more may be
+// taken, or the error that stops the canceller.
 func (c *Canceller) waitFree(ctx context.Context) (int, error) {
 	for {
 		c.mu.Lock()
-		free, err := c.cfg.MaxInFlight-c.pending, c.fatal
+		free, err := min(c.cfg.MaxInFlight-c.pending, maxUnacked-c.unacked), c.fatal
 		c.mu.Unlock()
 		if err != nil || free > 0 {
 			return free, err
@@ -333,14 +338,14 @@ func (c *Canceller) take(closeCtx context.Context, r *kgo.Record) job {
 		c.parts[k] = p
 	}
 	if p.tr.Add(r.Offset) {
-		p.epoch++
 		c.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
 	}
 	p.work.Add(1)
 	c.work.Add(1)
 	c.pending++
+	c.unacked++
 	c.metrics.pending.Set(float64(c.pending))
-	return job{r: r, p: p, epoch: p.epoch}
+	return job{r: r, p: p, epoch: p.tr.Epoch()}
 }
 
 // dispatch takes r: it starts closing it, or queues it behind the running
@@ -366,6 +371,7 @@ func (c *Canceller) skipBatch(closeCtx context.Context, b *kgo.ErrDecompressTooL
 	c.mu.Lock()
 	j := c.take(closeCtx, r)
 	j.p.tr.Skip(b.NextOffset)
+	c.pending-- // nothing to close
 	c.mu.Unlock()
 	c.deadLetter(j, reasonBatchTooLarge, fmt.Errorf("the record batch at offsets %d to %d decompresses to more than %d bytes; its records were not read",
 		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes))
@@ -377,6 +383,8 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 	for {
 		c.handle(closeCtx, j)
 		c.mu.Lock()
+		c.pending--
+		c.metrics.pending.Set(float64(c.pending))
 		waiting := c.keys[key]
 		if len(waiting) == 0 {
 			delete(c.keys, key)
@@ -384,6 +392,7 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 			c.keys[key] = waiting[1:]
 		}
 		c.mu.Unlock()
+		c.signal()
 		if len(waiting) == 0 {
 			return
 		}
@@ -396,11 +405,10 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 // first).
 func (c *Canceller) finish(j job, done bool) {
 	c.mu.Lock()
-	if done && j.epoch == j.p.epoch {
+	if done && !j.p.tr.Stale(j.epoch, j.r.Offset) {
 		j.p.tr.Done(j.r.Offset)
 	}
-	c.pending--
-	c.metrics.pending.Set(float64(c.pending))
+	c.unacked--
 	c.mu.Unlock()
 	j.p.work.Done()
 	c.work.Done()

@@ -11,11 +11,12 @@ import "math/bits"
 // and the highest offset seen, so a record held for a long time costs the
 // records behind it a bit each.
 type Tracker struct {
-	words []uint64 // bit set = pending; words[head] holds offset base
-	head  int
-	base  int64
-	next  int64 // one past the highest offset added; -1 before the first
-	n     int   // pending offsets
+	words  []uint64 // bit set = pending; words[head] holds offset base
+	head   int
+	base   int64
+	next   int64   // one past the highest offset added; -1 before the first
+	n      int     // pending offsets
+	resets []int64 // the offsets of the resets so far, in order
 }
 
 // NewTracker returns an empty Tracker.
@@ -26,13 +27,14 @@ func NewTracker() Tracker { return Tracker{next: -1} }
 // truncated after a leader change, or the consumer was moved back): the
 // offsets from there up, pending or not, are forgotten, since the records
 // now at those offsets are new ones, and Add reports true. Offsets below it
-// that are still pending stay pending. The caller must then ignore the Done
-// of records it took before the reset at offsets from there up, which
-// would otherwise finish the new records at the same offsets.
+// that are still pending stay pending. A record taken before the reset at
+// an offset from there up is stale (see Stale): its Done would finish the
+// new record at the same offset.
 func (t *Tracker) Add(offset int64) (reset bool) {
 	if t.next >= 0 && offset < t.next {
 		reset = true
 		t.forgetFrom(offset)
+		t.resets = append(t.resets, offset)
 	}
 	if t.next < 0 || t.n == 0 {
 		// Nothing pending: restart the window at this offset.
@@ -65,6 +67,21 @@ func (t *Tracker) forgetFrom(offset int64) {
 	for _, w := range t.words[t.head:] {
 		t.n += bits.OnesCount64(w)
 	}
+}
+
+// Epoch counts the resets so far; record it with each offset added, for
+// Stale.
+func (t *Tracker) Epoch() int { return len(t.resets) }
+
+// Stale reports whether the record at offset, added at epoch, was forgotten
+// by a later reset to an offset at or below it; its Done must be skipped.
+func (t *Tracker) Stale(epoch int, offset int64) bool {
+	for _, o := range t.resets[epoch:] {
+		if o <= offset {
+			return true
+		}
+	}
+	return false
 }
 
 // Skip records that the offsets below next hold nothing to do (a batch the

@@ -192,3 +192,28 @@ func TestTrackerRandomResets(t *testing.T) {
 		}
 	}
 }
+
+func TestTrackerStale(t *testing.T) {
+	tr := NewTracker()
+	for o := int64(10); o < 20; o++ {
+		tr.Add(o)
+	}
+	before := tr.Epoch()
+	tr.Add(15) // reset
+	tr.Add(13) // another, lower
+	for _, c := range []struct {
+		epoch  int
+		offset int64
+		want   bool
+	}{
+		{before, 12, false}, // below both resets: still the same record
+		{before, 13, true}, {before, 19, true},
+		{before + 1, 14, true}, // taken after the reset to 15, forgotten by the one to 13
+		{before + 1, 12, false},
+		{tr.Epoch(), 13, false}, // taken now
+	} {
+		if got := tr.Stale(c.epoch, c.offset); got != c.want {
+			t.Errorf("Stale(%d, %d) = %v, want %v", c.epoch, c.offset, got, c.want)
+		}
+	}
+}

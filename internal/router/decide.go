@@ -32,7 +32,6 @@ func (r *Router) take(fs kgo.Fetches) {
 		}
 		for _, rec := range fp.Records {
 			if p.track.Add(rec.Offset) {
-				p.reset(rec.Offset)
 				r.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", p.topic, "partition", p.partition, "offset", rec.Offset)
 			}
 			r.arrive(p, rec, now)
@@ -60,9 +59,7 @@ func (r *Router) skipBatch(b *kgo.ErrDecompressTooLarge, now time.Time) {
 	if p == nil || p.leaving {
 		return
 	}
-	if p.track.Add(b.Offset) {
-		p.reset(b.Offset)
-	}
+	p.track.Add(b.Offset)
 	p.track.Skip(b.NextOffset)
 	rec := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: now}
 	e := r.newEntry(p, rec, tiers.Meta{})
@@ -93,7 +90,7 @@ func (r *Router) part(topic string, id int32) *partition {
 // newEntry makes rec an entry of p and counts its bytes in p.
 func (r *Router) newEntry(p *partition, rec *kgo.Record, m tiers.Meta) *entry {
 	size := recordBytes(rec) + entryOverhead
-	e := &entry{rec: rec, meta: m, part: p, idx: -1, size: size, epoch: p.epoch()}
+	e := &entry{rec: rec, meta: m, part: p, idx: -1, size: size, epoch: p.track.Epoch()}
 	p.bytes += size
 	r.stats.heldBytes.Add(int64(size))
 	return e

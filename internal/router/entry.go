@@ -34,8 +34,8 @@ type entry struct {
 	state state
 	idx   int // index in wakeHeap; -1 when not in it
 	size  int // bytes it counts for in its partition
-	// epoch is its partition's epoch when it was fetched (see
-	// partition.stale).
+	// epoch is its partition's tracker epoch when it was fetched (see
+	// offsets.Tracker.Stale).
 	epoch int
 
 	// Dead letters: why, whether the dead-letter topic refused the full

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/hourglass/hourglass/internal/kfaketest"
+	"github.com/hourglass/hourglass/internal/hostile"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -558,7 +558,7 @@ func TestBatchTooLarge(t *testing.T) {
 	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kfaketest.ZstdBomb(ctx, b.cl, topic, 0, []byte("bomb"), 256, 1<<20); err != nil {
+	if err := hostile.ZstdBomb(ctx, b.cl, topic, 0, []byte("bomb"), 256, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	b.produce(t, topic, "after", t0, t0.Add(-time.Second))

@@ -26,10 +26,6 @@ type partition struct {
 
 	// track has every record fetched and not yet produced onward.
 	track offsets.Tracker
-	// resets are the offsets the partition was reset to, in order (see
-	// offsets.Tracker.Add); an entry's epoch is len(resets) when it was
-	// taken.
-	resets []int64
 	// waiting counts the entries waiting out their tier; with bytes, it
 	// decides when the partition is paused.
 	waiting int
@@ -51,22 +47,4 @@ type partition struct {
 	// last commit, and at once for a lost one; what is left of it is then
 	// dropped.
 	gone bool
-}
-
-// epoch is the number of resets so far: what an entry taken now records.
-func (p *partition) epoch() int { return len(p.resets) }
-
-// reset records that the partition was reset to offset.
-func (p *partition) reset(offset int64) { p.resets = append(p.resets, offset) }
-
-// stale reports whether the record at offset, taken at epoch, was forgotten
-// by a later reset to an offset at or below it: its completion must not
-// finish the new record now at that offset.
-func (p *partition) stale(epoch int, offset int64) bool {
-	for _, o := range p.resets[epoch:] {
-		if o <= offset {
-			return true
-		}
-	}
-	return false
 }

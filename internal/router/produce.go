@@ -205,7 +205,7 @@ func (r *Router) complete() {
 			r.stats.hopped.Add(1)
 			r.metrics.hop(p.tier, f.to).Inc()
 		}
-		if !p.stale(e.epoch, e.rec.Offset) {
+		if !p.track.Stale(e.epoch, e.rec.Offset) {
 			p.track.Done(e.rec.Offset)
 			progress = true
 		}
