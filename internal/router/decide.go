@@ -63,8 +63,9 @@ func (r *Router) skipBatch(b *kgo.ErrDecompressTooLarge, now time.Time) {
 	p.track.Skip(b.NextOffset)
 	rec := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: now}
 	e := r.newEntry(p, rec, tiers.Meta{})
-	r.deadLetter(e, fmt.Errorf("%s: the record batch at offsets %d to %d decompresses to more than %d bytes; its records were not read",
-		reasonBatchTooLarge, b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes))
+	r.deadLetter(e, &tiers.InvalidError{Reason: reasonBatchTooLarge, Detail: fmt.Sprintf(
+		"the record batch at offsets %d to %d decompresses to more than %d bytes; its records were not read",
+		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes)})
 }
 
 func (r *Router) part(topic string, id int32) *partition {

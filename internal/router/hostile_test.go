@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -563,14 +564,17 @@ func TestBatchTooLarge(t *testing.T) {
 	}
 	b.produce(t, topic, "after", t0, t0.Add(-time.Second))
 	b.read(t, b.cfg.Target, "after", 1)
-	dls := b.readAll(t, b.cfg.DeadLetter)[1:] // after setup's seed
-	if len(dls) != 1 || reason(dls[0]) != string(reasonBatchTooLarge) {
-		t.Fatalf("dead letters %d, first reason %q; want one %s", len(dls), reason(dls[0]), reasonBatchTooLarge)
+	dl := b.read(t, b.cfg.DeadLetter, "", 1)[0] // the batch's dead letter has no key
+	if got := reason(dl); got != string(reasonBatchTooLarge) {
+		t.Fatalf("dead letter reason %q, want %s", got, reasonBatchTooLarge)
 	}
-	if v, _ := tiers.Header(dls[0].Headers, tiers.HeaderReason); !strings.Contains(string(v), "offsets 1 to 256") {
+	if v, _ := tiers.Header(dl.Headers, tiers.HeaderReason); !strings.Contains(string(v), "offsets 1 to 256") {
 		t.Errorf("reason %q does not name the batch's offsets 1 to 256", v)
 	}
 	b.waitCommitted(t, topic, 258)
+	if n := testutil.ToFloat64(b.router.metrics.deadLetters.WithLabelValues(string(reasonBatchTooLarge))); n != 1 {
+		t.Errorf("dead letters counted as %s: %v, want 1", reasonBatchTooLarge, n)
+	}
 }
 
 // TestRevokeDuringStop: a revoke that arrives while the router stops (its
