@@ -38,8 +38,17 @@ bench: build ## pipeline benchmark: 200,000 mixed-delay orders at 10,000/s (ORDE
 	$(BIN)/hourglass bench --orders $(or $(ORDERS),200000) --rate $(or $(RATE),10000) --delays $(or $(DELAYS),mix)
 
 .PHONY: bench-memory
-bench-memory: build ## router RSS while pending deadlines grow from 10,000 to 1,000,000
-	$(BIN)/hourglass bench --pending-steps 10000,100000,1000000 --rate 50000
+bench-memory: build ## router RSS while pending deadlines grow from 10,000 to 1,000,000 (fails above 10 MB of growth)
+	$(BIN)/hourglass bench --pending-steps 10000,100000,1000000 --rate 50000 --max-growth-mb 10
+
+.PHONY: bench-kill
+bench-kill: build ## SIGKILL the router mid-run (PROCESS=canceller for the canceller), with and without an instance id
+	$(BIN)/hourglass bench --orders 20000 --rate 2000 --kill $(or $(PROCESS),router) --instance-ids
+	$(BIN)/hourglass bench --orders 20000 --rate 2000 --kill $(or $(PROCESS),router)
+
+.PHONY: bench-hostile
+bench-hostile: build ## near-limit records and zstd bombs next to 2,000 orders/s; fails if the router passes 400 MB
+	$(BIN)/hourglass bench --orders 40000 --rate 2000 --hostile-rate 20 --bombs 10 --max-router-rss-mb 400
 
 .PHONY: bench-closes
 bench-closes: ## canceller closing 20,000 orders in Postgres with the sql closer, 50 in flight (JSON)
