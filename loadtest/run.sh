@@ -16,6 +16,8 @@
 #   TIERS      delay tiers, as the router's            (1s,2s,5s,10s)
 #   PAID       fraction of orders paid (needs a store) (0.2 local, 0 with BROKERS)
 #   WAIT       how long past the last due time verify waits for outcomes (30s)
+#   MAX_P99    verify fails when the lateness p99 is above it (1s; 0: no bound)
+#   MAX_LATENESS  verify fails when the largest lateness is above it (5s; 0: none)
 #   OUT        directory for the manifest and logs     (a new temporary one)
 #   BROKERS    a cluster's brokers: no local pipeline is started; the
 #              router and canceller must run there with the same TIERS.
@@ -39,6 +41,8 @@ DURATION=${DURATION:-20s}
 MAX_DELAY=${MAX_DELAY:-10s}
 TIERS=${TIERS:-1s,2s,5s,10s}
 WAIT=${WAIT:-30s}
+MAX_P99=${MAX_P99:-1s}
+MAX_LATENESS=${MAX_LATENESS:-5s}
 PARTITIONS=${PARTITIONS:-6}
 out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hourglass-loadtest.XXXXXX")}
 mkdir -p "$out"
@@ -113,7 +117,8 @@ fi
 
 echo "run.sh: verify (waiting up to $WAIT past the last due time)"
 set +e
-"$bin/verify" --brokers "$BROKERS" --manifest "$manifest" --wait "$WAIT" --timeout 10m >"$out/verify.json"
+"$bin/verify" --brokers "$BROKERS" --manifest "$manifest" --wait "$WAIT" --timeout 10m \
+  --max-p99 "$MAX_P99" --max-lateness "$MAX_LATENESS" >"$out/verify.json"
 verify_rc=$?
 set -e
 echo "run.sh: verify report (JSON): $out/verify.json"

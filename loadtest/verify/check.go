@@ -1,8 +1,10 @@
 package verify
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -62,6 +64,9 @@ type Report struct {
 	// OK is true when nothing was lost, closed early or given the wrong
 	// outcome.
 	OK bool `json:"ok"`
+	// OverBounds says which lateness bound (--max-p99, --max-lateness) the
+	// run broke; a run that broke one is not OK.
+	OverBounds []string `json:"over_bounds,omitempty"`
 }
 
 // ShapeReport is a Report's numbers for one delay shape.
@@ -215,4 +220,16 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 	}
 	r.OK = r.Lost == 0 && r.Early == 0 && r.WrongOutcome == 0
 	return r
+}
+
+// bound fails r when its lateness p99 or maximum is above maxP99 or
+// maxLate (zero: no bound), saying so in r.OverBounds.
+func (r *Report) bound(maxP99, maxLate time.Duration) {
+	if maxP99 > 0 && r.LatenessMs.P99 > maxP99.Milliseconds() {
+		r.OverBounds = append(r.OverBounds, fmt.Sprintf("lateness p99 %d ms above %v", r.LatenessMs.P99, maxP99))
+	}
+	if maxLate > 0 && r.LatenessMs.Max > maxLate.Milliseconds() {
+		r.OverBounds = append(r.OverBounds, fmt.Sprintf("lateness max %d ms above %v", r.LatenessMs.Max, maxLate))
+	}
+	r.OK = r.OK && len(r.OverBounds) == 0
 }

@@ -3,6 +3,7 @@ package verify
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/loadtest/manifest"
@@ -190,6 +191,27 @@ func TestPercentilesOf(t *testing.T) {
 	for _, tt := range tests {
 		if got := PercentilesOf(tt.in); got != tt.want {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestBound(t *testing.T) {
+	for _, c := range []struct {
+		p99, max        int64
+		maxP99, maxLate time.Duration
+		wantOK          bool
+		wantOver        int
+	}{
+		{p99: 200, max: 900, maxP99: time.Second, maxLate: 5 * time.Second, wantOK: true},
+		{p99: 1001, max: 900, maxP99: time.Second, maxLate: 5 * time.Second, wantOver: 1},
+		{p99: 200, max: 5001, maxP99: time.Second, maxLate: 5 * time.Second, wantOver: 1},
+		{p99: 9000, max: 9000, maxP99: time.Second, maxLate: 5 * time.Second, wantOver: 2},
+		{p99: 9000, max: 9000, wantOK: true}, // no bounds
+	} {
+		r := Report{OK: true, LatenessMs: Percentiles{P99: c.p99, Max: c.max}}
+		r.bound(c.maxP99, c.maxLate)
+		if r.OK != c.wantOK || len(r.OverBounds) != c.wantOver {
+			t.Errorf("p99 %d max %d, bounds %v %v: OK %v over %q; want %v and %d", c.p99, c.max, c.maxP99, c.maxLate, r.OK, r.OverBounds, c.wantOK, c.wantOver)
 		}
 	}
 }

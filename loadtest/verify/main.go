@@ -30,8 +30,9 @@ skipped-as-paid, lost (no final outcome), duplicates (more than one final
 outcome), early (closed before due) and lateness percentiles.
 
 It prints the report as JSON on stdout and a short summary on stderr, and
-exits 0 when nothing was lost, closed early or given the wrong outcome, 1
-when something was, and 2 when it could not check.
+exits 0 when nothing was lost, closed early or given the wrong outcome and
+lateness is within --max-p99 and --max-lateness, 1 when not, and 2 when it
+could not check.
 
 Usage: verify --manifest FILE [flags]
 
@@ -52,6 +53,12 @@ type Config struct {
 	Wait time.Duration
 	// Timeout bounds the whole check; default 5m.
 	Timeout time.Duration
+	// MaxP99 fails the check when the lateness p99 is above it; 0 (the
+	// default) sets no bound.
+	MaxP99 time.Duration
+	// MaxLateness fails the check when the largest lateness is above it;
+	// 0 (the default) sets no bound.
+	MaxLateness time.Duration
 }
 
 // DefaultTimeout is the default of --timeout.
@@ -67,6 +74,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Topic, "outcomes-topic", "", "", "outcomes `topic` (default: the manifest's topic prefix + outcomes)")
 	fs.DurationVar(&c.Wait, "wait", "", 0, "keep reading until every task has a final outcome or this long after the last due time; 0 reads up to the end offsets found at start")
 	fs.DurationVar(&c.Timeout, "timeout", "", DefaultTimeout, "bound on the whole check")
+	fs.DurationVar(&c.MaxP99, "max-p99", "", 0, "fail when the lateness p99 is above this (0: no bound)")
+	fs.DurationVar(&c.MaxLateness, "max-lateness", "", 0, "fail when the largest lateness is above this (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -86,6 +95,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, cli.Errorf("timeout", "%v: want more than 0", c.Timeout))
+	}
+	if c.MaxP99 < 0 || c.MaxLateness < 0 {
+		errs = append(errs, cli.Errorf("max-p99", "want 0 or more (and --max-lateness)"))
 	}
 	if err := fs.Explain(errs); err != nil {
 		fmt.Fprintln(stderr, "verify:", err)
@@ -138,7 +150,9 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return Check(m, col.Events, col.Invalid), nil
+	r := Check(m, col.Events, col.Invalid)
+	r.bound(c.MaxP99, c.MaxLateness)
+	return r, nil
 }
 
 // WriteSummary writes a few lines that say what r found.

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/kafka"
+
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -49,7 +51,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, topic string, o CollectOptions
 		now = time.Now
 	}
 	var out Collected
-	cl, err := kgo.NewClient(append(opts,
+	cl, err := kgo.NewClient(append(append(opts, kafka.ReaderOpts(0)...),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond),
