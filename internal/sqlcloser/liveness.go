@@ -33,6 +33,14 @@ func shouldPing(_ context.Context, p stdlib.ShouldPingParams) bool {
 // pendingInput reports whether conn's socket has bytes to read or has been
 // closed by the peer, without consuming anything and without blocking.
 // Connections whose socket cannot be reached (not TCP or Unix) report false.
+//
+// It peeks through RawConn.Control, which takes no lock, and not
+// RawConn.Read, which takes the socket's read lock: after a write slower
+// than 15ms pgx leaves its background reader blocked in a read of the
+// socket, holding that lock until the server sends something, which it
+// does not do to an idle connection, and the check would wait forever.
+// Bytes that the background reader has already taken from the socket are
+// not seen; EOF stays visible.
 func pendingInput(conn net.Conn) bool {
 	if tc, ok := conn.(*tls.Conn); ok {
 		conn = tc.NetConn()
@@ -46,9 +54,6 @@ func pendingInput(conn net.Conn) bool {
 		return true
 	}
 	pending := false
-	err = raw.Read(func(fd uintptr) bool {
-		pending = peek(fd)
-		return true // never wait for readiness: this is a poll, not a read
-	})
+	err = raw.Control(func(fd uintptr) { pending = peek(fd) })
 	return pending || err != nil
 }
