@@ -220,6 +220,12 @@ func (p *pipe) movedBefore(ctx context.Context, at time.Time, windows ...time.Du
 	return out
 }
 
+// movedBetween counts the records the routers produced onward with a
+// timestamp in [from, to].
+func (p *pipe) movedBetween(ctx context.Context, from, to time.Time) int {
+	return p.movedBefore(ctx, to, to.Sub(from))[to.Sub(from)]
+}
+
 // checkCrashDuplicates bounds the duplicates of a crash: each is a record
 // router-1 produced onward without committing it, which router-2 produced
 // again, so there are at most as many as router-1 produced onward within

@@ -348,6 +348,22 @@ func (c *collector) retries() int {
 	return n
 }
 
+// closedBetween returns how many outcome events say their close ended in
+// [from, to] (by the canceller's clock, in whole milliseconds).
+func (c *collector) closedBetween(from, to time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, evs := range c.events {
+		for _, e := range evs {
+			if e.ClosedMs >= from.UnixMilli() && e.ClosedMs <= to.UnixMilli() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // count returns how many outcome events were read.
 func (c *collector) count() int {
 	c.mu.Lock()
