@@ -5,8 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/chstore"
@@ -188,4 +193,145 @@ func attemptRows(ctx context.Context, s *chstore.Store, db string) (map[string]r
 		out[fmt.Sprintf("%s[%d]@%d", topic, partition, offset)] = r
 	}
 	return out, rs.Err()
+}
+
+// TestRecorderKilled runs `hourglass recorder` as a process with the
+// default settings (but a 2 s session timeout, so that its replacement gets
+// the partitions soon) against a private ClickHouse, kills it with SIGKILL
+// while outcome events flow, and starts another. Every close attempt of the
+// run must be in ClickHouse, each with the canceller's fields; an attempt
+// inserted twice (before the kill and again after it, since its batch was
+// not committed) counts once in the report, and once ClickHouse has merged
+// the table each attempt has one row.
+func TestRecorderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ClickHouse and processes")
+	}
+	const orders = 600
+	srv := chtest.StartServer(t)
+	cfg := srv.Config("hourglass_e2e_kill")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	p := newPipe(t, "recorderkill", "200ms,1s", 2)
+	mem := newStore()
+	stopRouter := start(t, "router", p.newRouter("router").Run)
+	cn := p.newCanceller(mem)
+	stopCanceller := start(t, "canceller", cn.Run)
+	col := p.collectOutcomes()
+	args := []string{
+		"recorder",
+		"--brokers", cluster.ListenAddrs()[0],
+		"--topic-prefix", p.prefix,
+		"--group", p.prefix + "recorder",
+		"--clickhouse-addr", cfg.Addr,
+		"--clickhouse-database", cfg.Database,
+		"--session-timeout", "2s",
+		"--http-addr", "127.0.0.1:0",
+		"--log-level", "warn",
+	}
+	first := startProc(t, "recorder-1", args...)
+	if err := p.waitRunning(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	all := mixedOrders("rk", p.table, orders, 4*time.Second)
+	scheduled := make(chan error, 1)
+	go func() { scheduled <- p.schedule(ctx, mem, all, 20, 150*time.Millisecond) }()
+
+	// Kill the recorder after it inserted a batch and before it committed
+	// it: once it has inserted a first batch, the broker refuses its
+	// commits, and it is killed when the next batch is in ClickHouse.
+	var rows map[string]row
+	if err := waitFor(ctx, t, func() bool {
+		rows, err = attemptRows(ctx, store, cfg.Database)
+		return err == nil && len(rows) > 0
+	}); err != nil {
+		t.Fatalf("waiting for the first rows in ClickHouse (have %d rows, %d outcomes; %v): %v", len(rows), col.seen(), err, ctx.Err())
+	}
+	refuse := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: p.prefix + "recorder", Err: kerr.CoordinatorNotAvailable, Count: -1})
+	defer refuse.Remove()
+	before := len(rows)
+	if err := waitFor(ctx, t, func() bool {
+		rows, err = attemptRows(ctx, store, cfg.Database)
+		return err == nil && len(rows) > before
+	}); err != nil {
+		t.Fatalf("waiting for a batch inserted after the first (have %d rows, %d before; %v): %v", len(rows), before, err, ctx.Err())
+	}
+	kill(t, first)
+	refuse.Remove()
+	atKill := len(rows)
+	second := startProc(t, "recorder-2", args...)
+	if err := <-scheduled; err != nil {
+		t.Fatalf("schedule: %v", err)
+	}
+	if err := waitFor(ctx, t, func() bool { return col.finals() == orders }); err != nil {
+		t.Fatalf("%d of %d orders final: %v", col.finals(), orders, err)
+	}
+	p.settle(ctx, col, stopRouter, stopCanceller)
+
+	total := col.count()
+	if err := waitFor(ctx, t, func() bool {
+		rows, err = attemptRows(ctx, store, cfg.Database)
+		return err == nil && len(rows) == total
+	}); err != nil {
+		t.Fatalf("ClickHouse holds %d attempts, want %d (last error %v)", len(rows), total, err)
+	}
+	if err := second.signal(syscall.SIGTERM); err != nil {
+		t.Errorf("recorder-2 stopped with %v, want exit 0", err)
+	}
+
+	col.mu.Lock()
+	twice := 0
+	for _, evs := range col.events {
+		for _, e := range evs {
+			key := fmt.Sprintf("%s[%d]@%d", e.Topic, e.Partition, e.Offset)
+			r, ok := rows[key]
+			switch {
+			case !ok:
+				t.Errorf("attempt %s of %s is not in ClickHouse", key, e.TaskID)
+			case r.taskID != e.TaskID || r.outcome != e.Outcome || r.attempt != e.Attempt || r.lateness != e.LatenessMs || r.dueMs != e.DueMs:
+				t.Errorf("attempt %s: ClickHouse %+v, canceller %+v", key, r, e)
+			}
+			if r.copies > 1 {
+				twice++
+			}
+		}
+	}
+	col.mu.Unlock()
+	v, err := store.View(ctx, chstore.Window{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot, err := v.Totals(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Attempts != int64(total) || tot.Tasks != orders {
+		t.Errorf("report totals %+v, want %d attempts of %d tasks", tot, total, orders)
+	}
+	if err := store.Conn().Exec(ctx, "OPTIMIZE TABLE `"+cfg.Database+"`."+chstore.OutcomesTable+" FINAL"); err != nil {
+		t.Fatal(err)
+	}
+	merged, err := attemptRows(ctx, store, cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, r := range merged {
+		if r.copies != 1 {
+			t.Errorf("attempt %s has %d rows after the merge, want 1", key, r.copies)
+		}
+	}
+	if twice == 0 {
+		t.Errorf("no attempt was inserted twice: the kill did not land between an insert and its commit")
+	}
+	t.Logf("recorder-1 killed with %d attempts in ClickHouse; %d attempts of %d orders recorded, %d of them inserted twice (the report counted %d duplicate rows and ignored them)",
+		atKill, total, orders, twice, tot.Duplicates)
 }
