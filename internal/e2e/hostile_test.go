@@ -573,7 +573,12 @@ func TestHostileRecords(t *testing.T) {
 			reasons[r]++
 		}
 	}
-	lat := checkLateness(t, "valid records among hostile ones", late, 250*time.Millisecond, 2*time.Second)
+	// Valid records are forwarded on time, but for those behind records
+	// of up to 1 MB in their partition, which take their time to be
+	// fetched and produced onward: measured on two cores under -race, p99
+	// 0.2 to 0.6 s, max 0.3 to 0.8 s (without near-limit records, the p99 <
+	// 250 ms of TestNeverEarlyNothingLost).
+	lat := checkLateness(t, "valid records among hostile ones", late, time.Second, 2*time.Second)
 	t.Logf("%d records (%d valid, %d with a value of at least %d bytes); reasons the contract gives: %v; forward lateness %s; router %+v",
 		len(all), valid, g.bigs, tiers.DefaultMaxValueBytes, reasons, lat, st)
 }
