@@ -328,13 +328,14 @@ func TestBrokerFaults(t *testing.T) {
 	if v.dups > bound {
 		t.Errorf("%d duplicate outcomes, more than the %d records handed on while a group could not commit (router %v, canceller %v)", v.dups, bound, rgaps, cgaps)
 	}
-	// Measured on two cores under -race over a dozen seeds: p99 0.7 to
-	// 4.3 s, max up to 4.5 s. A second NOT_LEADER_OR_FOLLOWER soon after a
-	// first holds a partition until the client's next metadata refresh,
-	// which kgo spaces at least its MetadataMinAge (5 s by default, which
-	// the services keep) apart; a failed rejoin backs off up to the session
-	// timeout. The bound allows about one of each.
-	late := checkLateness(t, "broker faults", v.late, 6*time.Second, 12*time.Second)
+	// Measured on two cores under -race over 15 seeds: p99 0.7 to 7.7 s,
+	// max up to 8 s. The large ones are NOT_LEADER_OR_FOLLOWER answers
+	// soon after another (or after any error that refreshed the client's
+	// metadata): the partition then waits for the client's next metadata
+	// refresh, which kgo spaces MetadataMinAge (5 s by default, which the
+	// services keep) apart, once per such answer; a failed rejoin adds up
+	// to the session timeout. The bound allows about two of those.
+	late := checkLateness(t, "broker faults", v.late, 12*time.Second, 20*time.Second)
 	t.Logf("%d faulted requests (%s); %d orders closed in %v, %v after the faults were removed; lateness %s; %d duplicate outcomes %v (at most %d: commit gaps of the router %v, of the canceller %v); router %+v; canceller %+v",
 		hits, summary, n, took.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond), late, v.dups, v.dupsBy, bound, rgaps, cgaps, rt.Stats(), cn.Stats())
 	if t.Failed() {
