@@ -198,7 +198,8 @@ func attemptRows(ctx context.Context, s *chstore.Store, db string) (map[string]r
 // TestRecorderKilled runs `hourglass recorder` as a process with the
 // default settings (but a 2 s session timeout, so that its replacement gets
 // the partitions soon) against a private ClickHouse, kills it with SIGKILL
-// while outcome events flow, and starts another. Every close attempt of the
+// once it has inserted events whose commit the broker refused, and starts
+// another. Every close attempt of the
 // run must be in ClickHouse, each with the canceller's fields; an attempt
 // inserted twice (before the kill and again after it, since its batch was
 // not committed) counts once in the report, and once ClickHouse has merged
@@ -238,6 +239,10 @@ func TestRecorderKilled(t *testing.T) {
 		"--http-addr", "127.0.0.1:0",
 		"--log-level", "warn",
 	}
+	// The broker refuses recorder-1's commits: whatever it inserts, it has
+	// not committed when it is killed.
+	refuse := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: p.prefix + "recorder", Err: kerr.CoordinatorNotAvailable, Count: -1})
+	defer refuse.Remove()
 	first := startProc(t, "recorder-1", args...)
 	if err := p.waitRunning(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -246,9 +251,7 @@ func TestRecorderKilled(t *testing.T) {
 	scheduled := make(chan error, 1)
 	go func() { scheduled <- p.schedule(ctx, mem, all, 20, 150*time.Millisecond) }()
 
-	// Kill the recorder after it inserted a batch and before it committed
-	// it: once it has inserted a first batch, the broker refuses its
-	// commits, and it is killed when the next batch is in ClickHouse.
+	// Kill the recorder once it has inserted a batch.
 	var rows map[string]row
 	if err := waitFor(ctx, t, func() bool {
 		rows, err = attemptRows(ctx, store, cfg.Database)
@@ -256,19 +259,15 @@ func TestRecorderKilled(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("waiting for the first rows in ClickHouse (have %d rows, %d outcomes; %v): %v", len(rows), col.seen(), err, ctx.Err())
 	}
-	refuse := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: p.prefix + "recorder", Err: kerr.CoordinatorNotAvailable, Count: -1})
-	defer refuse.Remove()
-	before := len(rows)
-	if err := waitFor(ctx, t, func() bool {
-		rows, err = attemptRows(ctx, store, cfg.Database)
-		return err == nil && len(rows) > before
-	}); err != nil {
-		t.Fatalf("waiting for a batch inserted after the first (have %d rows, %d before; %v): %v", len(rows), before, err, ctx.Err())
-	}
 	kill(t, first)
 	refuse.Remove()
-	atKill := len(rows)
+	atKill, finalAtKill := len(rows), col.finals()
 	second := startProc(t, "recorder-2", args...)
+	// recorder-1's partitions wait out its session timeout, then go to
+	// recorder-2.
+	if err := waitGroup(ctx, p.prefix+"recorder", 1); err != nil {
+		t.Fatalf("waiting for recorder-2 to own the outcomes partitions: %v", err)
+	}
 	if err := <-scheduled; err != nil {
 		t.Fatalf("schedule: %v", err)
 	}
@@ -332,6 +331,6 @@ func TestRecorderKilled(t *testing.T) {
 	if twice == 0 {
 		t.Errorf("no attempt was inserted twice: the kill did not land between an insert and its commit")
 	}
-	t.Logf("recorder-1 killed with %d attempts in ClickHouse; %d attempts of %d orders recorded, %d of them inserted twice (the report counted %d duplicate rows and ignored them)",
-		atKill, total, orders, twice, tot.Duplicates)
+	t.Logf("recorder-1 killed with %d attempts in ClickHouse, none committed (%d of %d orders final then); %d attempts of %d orders recorded, %d of them inserted twice (the report counted %d duplicate rows and ignored them)",
+		atKill, finalAtKill, orders, total, orders, twice, tot.Duplicates)
 }
