@@ -293,7 +293,9 @@ func TestBrokerFaults(t *testing.T) {
 			time.Since(healed).Round(time.Millisecond), err, missing(orders, col), rt.Stats(), cn.Stats())
 	}
 	took := time.Since(begin)
-	p.settle(ctx, col, stopRouter, stopCanceller)
+	// A canceller that lost its session closes again what it had not
+	// committed.
+	p.settleRepeated(ctx, col, stopRouter, stopCanceller)
 	v := p.checkOrders(orders, col, store)
 
 	if st := rt.Stats(); st.DeadLettered != 0 {

@@ -537,6 +537,48 @@ func (p *pipe) settle(ctx context.Context, c *collector, stopRouters func() erro
 	}
 }
 
+// settleRepeated ends a run in which the canceller may have closed some
+// cancel records more than once (it lost its partitions before it could
+// commit them): it stops the routers, waits until the canceller group has
+// committed every cancel record (each closed and its event acknowledged),
+// stops the canceller and waits until the collector has read every outcome
+// event, at least one per cancel record.
+func (p *pipe) settleRepeated(ctx context.Context, c *collector, stopRouters func() error, stopCanceller func() error) {
+	t := p.t
+	t.Helper()
+	if err := stopRouters(); err != nil {
+		t.Errorf("stop routers: %v", err)
+	}
+	ends, err := p.adm.ListEndOffsets(ctx, p.cancelTopic())
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", p.cancelTopic(), err)
+	}
+	if _, err := cluster.WaitGroupInfo(ctx, p.cancellerGroup(), func(g *kfake.GroupInfo) bool {
+		done := g != nil
+		ends.Each(func(o kadm.ListedOffset) {
+			if done && g.Commits[o.Topic][o.Partition].Offset < o.Offset {
+				done = false
+			}
+		})
+		return done
+	}); err != nil {
+		t.Fatalf("waiting for the canceller to commit every cancel record: %v", err)
+	}
+	if err := stopCanceller(); err != nil {
+		t.Errorf("stop canceller: %v", err)
+	}
+	events, err := p.endOffsets(ctx, p.outcomesTopic())
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", p.outcomesTopic(), err)
+	}
+	if err := waitFor(ctx, t, func() bool { return int64(c.count()) >= events }); err != nil {
+		t.Fatalf("waiting to read all %d outcome events (have %d): %v", events, c.count(), err)
+	}
+	if cancels, _ := p.endOffsets(ctx, p.cancelTopic()); int64(c.count()) < cancels {
+		t.Errorf("%d outcome events for %d cancel records: want at least one each", c.count(), cancels)
+	}
+}
+
 // verdict is what checkOrders found.
 type verdict struct {
 	first  map[string]outcome.Event // each order's first outcome
