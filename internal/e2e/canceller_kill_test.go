@@ -127,9 +127,6 @@ func (p *pipe) cancellerArgs(closersFile, id string) []string {
 // lost. Then the restarted canceller is stopped (SIGTERM) while another
 // close is held: the stop must wait for that close, not cut it off.
 func TestCancellerKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
 	const n = 300
 	svc := newOrderService()
 	srv := httptest.NewServer(svc)

@@ -285,9 +285,6 @@ func TestRouterCrash(t *testing.T) {
 // for the (default, 6 s) session timeout. The deadlines due after the kill
 // are late by p99 < 1 s and at most 2 s.
 func TestRouterCrashStatic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
 	r := runRouterCrash(t, "crash-static", routerCrash{args: []string{"--instance-id", "router-0"}, downtime: 300 * time.Millisecond})
 	late := checkLateness(t, "due after the kill", r.lateAfterKill(), time.Second, 2*time.Second)
 	logCrash(t, r, tableOf(t, "200ms,500ms,1s,2s"), late)
@@ -299,9 +296,6 @@ func TestRouterCrashStatic(t *testing.T) {
 // another at once: router-1's partitions wait out its session timeout, no
 // longer. Nothing is lost or early.
 func TestRouterCrashDefault(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes and waits out the default session timeout")
-	}
 	r := runRouterCrash(t, "crash-default", routerCrash{})
 	late := checkDynamicCrash(t, r, router.Config{}.WithDefaults().SessionTimeout)
 	logCrash(t, r, tableOf(t, "200ms,500ms,1s,2s"), late)

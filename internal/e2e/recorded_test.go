@@ -205,9 +205,6 @@ func attemptRows(ctx context.Context, s *chstore.Store, db string) (map[string]r
 // not committed) counts once in the report, and once ClickHouse has merged
 // the table each attempt has one row.
 func TestRecorderKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ClickHouse and processes")
-	}
 	const orders = 600
 	srv := chtest.StartServer(t)
 	cfg := srv.Config("hourglass_e2e_kill")
