@@ -26,6 +26,9 @@ const (
 	// stays far below it; franz-go's own default, 1 GiB, lets a 35 kB zstd
 	// batch take 256 MiB of memory.
 	DefaultMaxDecompressBatchBytes = 16 << 20
+	// MetadataMinAge is the least time between two metadata refreshes of
+	// a service's client (franz-go's default is 5s).
+	MetadataMinAge = 250 * time.Millisecond
 )
 
 // Group is how a service joins its consumer group. The zero value is a
@@ -62,7 +65,8 @@ type Group struct {
 //   - read committed: a record of an aborted transaction never fires
 //     (invariant 6);
 //   - the decompression cap, the session timeout with heartbeats well
-//     within it, and the instance id when set.
+//     within it, metadata refreshed within MetadataMinAge after a leader
+//     moves, and the instance id when set.
 func (g Group) Opts() []kgo.Opt {
 	session := g.SessionTimeout
 	if session == 0 {
@@ -82,6 +86,11 @@ func (g Group) Opts() []kgo.Opt {
 		// A short session expires a healthy member between two heartbeats
 		// unless they come well within it.
 		kgo.HeartbeatInterval(min(3*time.Second, session/3)),
+		// A produce or fetch refused because a partition's leader moved
+		// waits for fresh metadata; franz-go refreshes it at most every 5s
+		// by default, which a leader change would add to every deadline
+		// of the partition.
+		kgo.MetadataMinAge(MetadataMinAge),
 	)
 	if g.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(g.InstanceID))
