@@ -29,6 +29,9 @@ const (
 	// MetadataMinAge is the least time between two metadata refreshes of
 	// a service's client (franz-go's default is 5s).
 	MetadataMinAge = 250 * time.Millisecond
+	// HeartbeatInterval is how often a member heartbeats (at most a third
+	// of the session timeout).
+	HeartbeatInterval = 250 * time.Millisecond
 )
 
 // Group is how a service joins its consumer group. The zero value is a
@@ -44,8 +47,8 @@ type Group struct {
 	// Two running members must never share an id. Empty: a dynamic member.
 	InstanceID string
 	// SessionTimeout is the group session timeout; default
-	// DefaultSessionTimeout. Heartbeats go every third of it, at most every
-	// 3s.
+	// DefaultSessionTimeout. Heartbeats go every HeartbeatInterval, or
+	// every third of it if that is shorter.
 	SessionTimeout time.Duration
 	// MaxDecompressBatchBytes caps a fetched batch's decompressed size;
 	// default DefaultMaxDecompressBatchBytes. A larger batch is reported by
@@ -83,9 +86,12 @@ func (g Group) Opts() []kgo.Opt {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(session),
-		// A short session expires a healthy member between two heartbeats
-		// unless they come well within it.
-		kgo.HeartbeatInterval(min(3*time.Second, session/3)),
+		// A member learns of a rebalance from its next heartbeat, and an
+		// incremental rebalance takes two rounds: the partitions that move
+		// wait about two heartbeat intervals for their new owner. Kafka's
+		// usual 3s would make every join or leave cost their deadlines
+		// seconds; a heartbeat is one small request.
+		kgo.HeartbeatInterval(min(HeartbeatInterval, session/3)),
 		// A produce or fetch refused because a partition's leader moved
 		// waits for fresh metadata; franz-go refreshes it at most every 5s
 		// by default, which a leader change would add to every deadline

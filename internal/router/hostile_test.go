@@ -613,3 +613,20 @@ func TestRevokeDuringStop(t *testing.T) {
 		t.Fatalf("router: %v", err)
 	}
 }
+
+// TestLostPartitionForgetsHeld: a lost partition's held records are
+// dropped and no longer counted (held, timer, bytes), so the timer's room
+// comes back.
+func TestLostPartitionForgetsHeld(t *testing.T) {
+	table, _ := tiers.Parse("10s,30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	b.produce(t, topic, "waiting", t0, t0.Add(time.Hour))
+	b.produce(t, topic, "timer", t0, t0.Add(5*time.Second))
+	b.waitStats(t, func(s Stats) bool { return s.Held == 2 })
+	b.router.onLost(context.Background(), b.router.cl, map[string][]int32{topic: {0}})
+	if s := b.router.Stats(); s.Held != 0 || s.HeldBytes != 0 || b.router.stats.timer.Load() != 0 {
+		t.Errorf("after the loss: %+v, timer %d; want nothing held", s, b.router.stats.timer.Load())
+	}
+}

@@ -40,7 +40,7 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 				// Dropped: the offsets stay uncommitted, so the records
 				// are read again by the next owner.
 				for _, e := range r.takeHeld(p) {
-					r.release(e)
+					r.drop(e)
 				}
 				p.gone = true
 			} else {
@@ -75,7 +75,7 @@ func (r *Router) handOff(p *partition, now time.Time) {
 	}
 	for _, e := range held {
 		if e.state == stateRetry || e.rec.Offset > stuck {
-			r.release(e)
+			r.drop(e)
 			continue
 		}
 		r.unhold(e)
@@ -86,6 +86,13 @@ func (r *Router) handOff(p *partition, now time.Time) {
 			r.hop(e, r.cfg.Tiers.Pick(remaining), now)
 		}
 	}
+}
+
+// drop forgets an entry taken from the wake heap: its record is read again
+// by the partition's next owner.
+func (r *Router) drop(e *entry) {
+	r.unhold(e)
+	r.release(e)
 }
 
 // takeHeld removes every entry of p from the wake heap and returns them,

@@ -62,8 +62,7 @@ func ValidTopic(name string) error {
 	case name == "." || name == "..":
 		return fmt.Errorf("topic name %q is reserved", name)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return fmt.Errorf("topic name %q has %q: only ASCII letters, digits, '.', '_' and '-' are allowed", name, c)
 		}
