@@ -61,8 +61,8 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 	fs.IntVar(&r.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), router.DefaultMaxInFlightPerTarget,
 		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
 	fs.IntVar(&r.Limits.KeyBytes, "max-key-bytes", env("max-key-bytes"), tiers.DefaultMaxKeyBytes, "largest key (task id) in `bytes`; larger records go to the dead-letter topic")
-	fs.IntVar(&r.Limits.HeaderBytes, "max-header-bytes", env("max-header-bytes"), tiers.DefaultMaxHeaderBytes, "largest sum of header names and values in `bytes`")
-	fs.IntVar(&r.Limits.Headers, "max-headers", env("max-headers"), tiers.DefaultMaxHeaders, "most headers on a record")
+	fs.IntVar(&r.Limits.HeaderBytes, "max-header-bytes", env("max-header-bytes"), tiers.DefaultMaxHeaderBytes, "largest sum of header names and values in `bytes`, besides the contract's headers")
+	fs.IntVar(&r.Limits.Headers, "max-headers", env("max-headers"), tiers.DefaultMaxHeaders, "most headers on a record, besides the contract's")
 	fs.IntVar(&r.Limits.ValueBytes, "max-value-bytes", env("max-value-bytes"), tiers.DefaultMaxValueBytes, "largest value (payload) in `bytes`")
 	var fetchBytes int
 	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), router.DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")

@@ -17,10 +17,11 @@ import (
 const (
 	// DefaultMaxKeyBytes bounds the key, the task id.
 	DefaultMaxKeyBytes = 1024
-	// DefaultMaxHeaderBytes bounds the headers: the sum of their names'
-	// and values' lengths.
+	// DefaultMaxHeaderBytes bounds the headers besides the contract's: the
+	// sum of their names' and values' lengths.
 	DefaultMaxHeaderBytes = 16 << 10
-	// DefaultMaxHeaders bounds the number of headers.
+	// DefaultMaxHeaders bounds the number of headers besides the
+	// contract's.
 	DefaultMaxHeaders = 64
 	// DefaultMaxValueBytes bounds the value, the payload.
 	DefaultMaxValueBytes = 900_000
@@ -35,6 +36,10 @@ const (
 
 // Limits bound the parts of a delay record. The zero value has the
 // defaults (DefaultMaxKeyBytes, ...); a negative field disables its check.
+// Headers and HeaderBytes count the headers other than the contract's
+// (HeaderDue, HeaderPath, ...), whose values Decode bounds one by one: the
+// headers the router and canceller add on the way never push a record over
+// a limit it passed when it was produced.
 type Limits struct {
 	KeyBytes    int
 	HeaderBytes int
@@ -66,11 +71,18 @@ func (l Limits) Check(r *kgo.Record) error {
 	if l.KeyBytes > 0 && len(r.Key) > l.KeyBytes {
 		return invalid(ReasonKeyTooLarge, "key of %d bytes; at most %d", len(r.Key), l.KeyBytes)
 	}
-	if l.Headers > 0 && len(r.Headers) > l.Headers {
-		return invalid(ReasonHeadersTooLarge, "%d headers; at most %d", len(r.Headers), l.Headers)
+	headers, bytes := 0, 0
+	for _, h := range r.Headers {
+		if _, contract := headerBits[h.Key]; !contract {
+			headers++
+			bytes += len(h.Key) + len(h.Value)
+		}
 	}
-	if n := HeaderBytes(r.Headers); l.HeaderBytes > 0 && n > l.HeaderBytes {
-		return invalid(ReasonHeadersTooLarge, "headers of %d bytes; at most %d", n, l.HeaderBytes)
+	if l.Headers > 0 && headers > l.Headers {
+		return invalid(ReasonHeadersTooLarge, "%d headers besides the contract's; at most %d", headers, l.Headers)
+	}
+	if l.HeaderBytes > 0 && bytes > l.HeaderBytes {
+		return invalid(ReasonHeadersTooLarge, "headers besides the contract's of %d bytes; at most %d", bytes, l.HeaderBytes)
 	}
 	if l.ValueBytes > 0 && len(r.Value) > l.ValueBytes {
 		return invalid(ReasonValueTooLarge, "value of %d bytes; at most %d", len(r.Value), l.ValueBytes)
@@ -173,11 +185,14 @@ func deadLetter(r *kgo.Record, topic string, cause error, now time.Time, limit i
 		dl.Value = dl.Value[:keep]
 	}
 	if Size(dl)+room > limit {
-		// The headers or the key are too large: keep only the contract's
-		// headers, then cut the key.
+		// The headers or the key are too large: keep only the first of
+		// each of the contract's headers and ours, then cut the key.
 		var kept []kgo.RecordHeader
+		seen := make(map[string]bool)
 		for _, h := range dl.Headers {
-			if _, contract := headerBits[h.Key]; contract || strings.HasPrefix(h.Key, deadLetterPrefix) {
+			_, contract := headerBits[h.Key]
+			if (contract || strings.HasPrefix(h.Key, deadLetterPrefix)) && !seen[h.Key] {
+				seen[h.Key] = true
 				kept = append(kept, h)
 			}
 		}

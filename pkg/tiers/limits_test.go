@@ -102,6 +102,14 @@ func TestOnward(t *testing.T) {
 	}
 }
 
+// repeated adds n copies of the header key with values of size bytes.
+func repeated(r *kgo.Record, key string, n, size int) *kgo.Record {
+	for range n {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: key, Value: bytes.Repeat([]byte("p"), size)})
+	}
+	return r
+}
+
 func TestDeadLetterFits(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	src := func(key, value int, extra int) *kgo.Record {
@@ -127,6 +135,7 @@ func TestDeadLetterFits(t *testing.T) {
 		{name: "huge headers", rec: src(10, 10, 12), wantCut: "value 10,headers 1200060", wantKey: 10},
 		{name: "huge key", rec: src(990_000, 0, 0), wantCut: "key 990000", wantKey: DefaultMaxKeyBytes},
 		{name: "minimal", rec: src(5000, 500, 1), minimal: true, wantCut: "value 500,headers 100005,key 5000", wantKey: DefaultMaxKeyBytes},
+		{name: "a contract header repeated", rec: repeated(src(10, 10, 0), HeaderPath, 2000, 500), wantCut: "value 10,headers 1027486", wantKey: 10}, // all but the first copy
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,5 +167,28 @@ func TestDeadLetterFits(t *testing.T) {
 				t.Errorf("the contract header %s was lost", HeaderDue)
 			}
 		})
+	}
+}
+
+// TestLimitsIgnoreContractHeaders: the headers Hourglass adds on the way
+// (path, hops, forwarded, attempt, deadline) do not count, so a record at
+// the limits when produced passes them again after hops and retries.
+func TestLimitsIgnoreContractHeaders(t *testing.T) {
+	hs := make([]kgo.RecordHeader, DefaultMaxHeaders)
+	for i := range hs {
+		hs[i] = kgo.RecordHeader{Key: "h", Value: bytes.Repeat([]byte("v"), DefaultMaxHeaderBytes/DefaultMaxHeaders-1)}
+	}
+	r := &kgo.Record{Key: []byte("1"), Headers: hs}
+	if err := (Limits{}).Check(r); err != nil {
+		t.Fatalf("at the limits: %v", err)
+	}
+	r.Headers = SetHeaders(r.Headers,
+		kgo.RecordHeader{Key: HeaderPath, Value: bytes.Repeat([]byte("p"), maxPathLen)},
+		kgo.RecordHeader{Key: HeaderHops, Value: []byte("12")},
+		kgo.RecordHeader{Key: HeaderAttempt, Value: []byte("3")},
+		kgo.RecordHeader{Key: HeaderDeadline, Value: []byte("1")},
+	)
+	if err := (Limits{}).Check(r); err != nil {
+		t.Errorf("after the headers of hops and retries: %v", err)
 	}
 }
