@@ -171,15 +171,14 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		c.limit = rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst)
 	}
 	group := kafka.Group{Name: cfg.Group, Topics: cfg.Topics, InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout}
-	opts := append(group.Opts(),
+	opts := append([]kgo.Opt{
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
-	)
-	opts = append(opts, o.Kafka...)
+	}, o.Kafka...)
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := group.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("canceller: kafka client: %w", err)
 	}
@@ -373,7 +372,7 @@ func (c *Canceller) skipBatch(closeCtx context.Context, b *kgo.ErrDecompressTooL
 	j.p.tr.Skip(b.NextOffset)
 	c.pending-- // nothing to close
 	c.mu.Unlock()
-	c.deadLetter(j, reasonBatchTooLarge, fmt.Errorf("the record batch at offsets %d to %d decompresses to more than %d bytes; its records were not read",
+	c.deadLetter(j, reasonBatchTooLarge, fmt.Errorf("the record batch at offsets %d to %d does not decompress within %d bytes (too large, or malformed); its records were not read",
 		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes))
 }
 

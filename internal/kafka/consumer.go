@@ -104,10 +104,73 @@ func (g Group) Opts() []kgo.Opt {
 	return opts
 }
 
+// NewClient returns a group consumer client with g's options (Opts) and
+// opts (the connection, callbacks, producer settings). It resolves where a
+// partition without a committed offset starts to the partition's log start
+// offset before consuming it: franz-go skips a batch refused as too large to
+// decompress only on a partition it has a position for (see SkipBatch), and
+// without this a first batch over the cap would stop its partition for good.
+func (g Group) NewClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	var (
+		cl    *kgo.Client
+		built = make(chan struct{})
+	)
+	resolve := func(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+		select { // the group may join before NewClient has returned
+		case <-built:
+		case <-ctx.Done():
+			return offs, nil
+		}
+		if cl == nil {
+			return offs, nil
+		}
+		return resolveStarts(ctx, kadm.NewClient(cl), offs), nil
+	}
+	all := append(append(g.Opts(), kgo.AdjustFetchOffsetsFn(resolve)), opts...)
+	c, err := kgo.NewClient(all...)
+	cl = c
+	close(built)
+	return c, err
+}
+
+// resolveStarts replaces "the start" in offs (the reset of a partition
+// without a committed offset) by the partition's log start offset. Where the
+// lookup fails it leaves the offset as it was.
+func resolveStarts(ctx context.Context, adm *kadm.Client, offs map[string]map[int32]kgo.Offset) map[string]map[int32]kgo.Offset {
+	var topics []string
+	for topic, ps := range offs {
+		for _, o := range ps {
+			if o.EpochOffset().Offset < 0 {
+				topics = append(topics, topic)
+				break
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return offs
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return offs
+	}
+	for _, topic := range topics {
+		for p, o := range offs[topic] {
+			if o.EpochOffset().Offset >= 0 {
+				continue
+			}
+			if s, ok := starts.Lookup(topic, p); ok && s.Err == nil {
+				offs[topic][p] = kgo.NewOffset().At(s.Offset).WithEpoch(-1)
+			}
+		}
+	}
+	return offs
+}
+
 // ReaderOpts returns the options of any client that reads Hourglass topics,
 // in a group or not (the dlq tool, watchers, the load test's verify): read
 // committed, and batches capped at maxBatch decompressed bytes (0 means
-// DefaultMaxDecompressBatchBytes).
+// DefaultMaxDecompressBatchBytes); a batch over the cap or malformed is
+// reported as a *kgo.ErrDecompressTooLarge (see SkipBatch).
 func ReaderOpts(maxBatch int) []kgo.Opt {
 	if maxBatch <= 0 {
 		maxBatch = DefaultMaxDecompressBatchBytes
@@ -115,12 +178,13 @@ func ReaderOpts(maxBatch int) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.MaxDecompressBatchBytes(maxBatch),
+		kgo.WithDecompressor(newDecompressor(maxBatch)),
 	}
 }
 
 // SkipBatch moves cl past a batch the poll refused as too large to
-// decompress, which otherwise stops its partition for good, and returns the
-// refused batch. It returns nil when err is not such a refusal.
+// decompress or malformed, which otherwise stops its partition for good, and
+// returns the refused batch. It returns nil when err is not such a refusal.
 func SkipBatch(cl *kgo.Client, err error) *kgo.ErrDecompressTooLarge {
 	tooLarge, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err)
 	if !ok {

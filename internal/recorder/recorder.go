@@ -88,16 +88,15 @@ func New(cfg Config, o Options) (*Recorder, error) {
 	// (BlockRebalanceOnPoll), so a commit never lands on a partition that
 	// moved to another member.
 	group := kafka.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout}
-	opts := append(group.Opts(),
+	opts := append([]kgo.Opt{
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) {
 			r.log.Debug("a rebalance waits for the current batch")
 		}),
-	)
-	opts = append(opts, o.Kafka...)
+	}, o.Kafka...)
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := group.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("recorder: kafka client: %w", err)
 	}

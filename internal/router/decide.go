@@ -64,7 +64,7 @@ func (r *Router) skipBatch(b *kgo.ErrDecompressTooLarge, now time.Time) {
 	rec := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: now}
 	e := r.newEntry(p, rec, tiers.Meta{})
 	r.deadLetter(e, &tiers.InvalidError{Reason: reasonBatchTooLarge, Detail: fmt.Sprintf(
-		"the record batch at offsets %d to %d decompresses to more than %d bytes; its records were not read",
+		"the record batch at offsets %d to %d does not decompress within %d bytes (too large, or malformed); its records were not read",
 		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes)})
 }
 

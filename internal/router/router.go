@@ -116,7 +116,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		r.topicOf[d] = tiers.Topic(cfg.Prefix, d)
 	}
 	group := kafka.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout}
-	opts := append(group.Opts(),
+	opts := append([]kgo.Opt{
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),
 		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
@@ -138,12 +138,11 @@ func New(cfg Config, o Options) (*Router, error) {
 		// client's buffer limit is only a backstop that never blocks the
 		// loop; memory is bounded by the held-bytes limits.
 		kgo.MaxBufferedRecords(1<<20),
-	)
-	opts = append(opts, o.Kafka...)
+	}, o.Kafka...)
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := group.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("router: kafka client: %w", err)
 	}

@@ -1,0 +1,79 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/hostile"
+)
+
+// TestSkipBatch: a record batch over the decompression cap is skipped with
+// SkipBatch and the records after it are read, also when it is the first
+// batch of a partition the group has no committed offset for (franz-go
+// ignores SetOffsets on a partition it has no position for; NewClient gives
+// it one).
+func TestSkipBatch(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		t.Run(fmt.Sprint("first=", first), func(t *testing.T) {
+			topic := "skip-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			adm := newAdmin(t, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+				t.Fatal(err)
+			}
+			seeds := kgo.SeedBrokers(cluster.ListenAddrs()...)
+			prod, err := kgo.NewClient(seeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prod.Close()
+			if !first {
+				if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("before")}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := hostile.ZstdBomb(ctx, prod, topic, 0, []byte("bomb"), 32, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("after" + strconv.Itoa(i))}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := Group{Name: topic + "-group", Topics: []string{topic}, MaxDecompressBatchBytes: 1 << 20}
+			cl, err := g.NewClient(seeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			var skipped []*kgo.ErrDecompressTooLarge
+			var after int
+			for after < 3 {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					t.Fatalf("read %d records after the batch, skipped %d batches", after, len(skipped))
+				}
+				fs.EachError(func(_ string, _ int32, err error) {
+					if b := SkipBatch(cl, err); b != nil {
+						skipped = append(skipped, b)
+					}
+				})
+				fs.EachRecord(func(r *kgo.Record) {
+					if len(r.Value) == 6 && string(r.Value[:5]) == "after" {
+						after++
+					}
+				})
+				cl.AllowRebalance()
+			}
+			if len(skipped) != 1 {
+				t.Errorf("skipped %d batches, want 1", len(skipped))
+			}
+		})
+	}
+}
