@@ -127,7 +127,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		// A resumed partition is fetched only when the fetch in flight
 		// returns; with every other partition paused or idle that takes
 		// FetchMaxWait (kgo's default is 5s), so keep it short.
-		kgo.FetchMaxWait(25*time.Millisecond),
+		kgo.FetchMaxWait(25 * time.Millisecond),
 		// Produces are acknowledged by all in-sync replicas, idempotent and
 		// retried without limit while the error is retriable (kgo's
 		// defaults): a broker outage stalls the router, it does not turn
@@ -137,7 +137,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		// (MaxInFlightPerTarget) and produces with TryProduce, so the
 		// client's buffer limit is only a backstop that never blocks the
 		// loop; memory is bounded by the held-bytes limits.
-		kgo.MaxBufferedRecords(1<<20),
+		kgo.MaxBufferedRecords(1 << 20),
 	}, o.Kafka...)
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
