@@ -51,9 +51,10 @@ type Group struct {
 	// every third of it if that is shorter.
 	SessionTimeout time.Duration
 	// MaxDecompressBatchBytes caps a fetched batch's decompressed size;
-	// default DefaultMaxDecompressBatchBytes. A larger batch is reported by
-	// the poll as a *kgo.ErrDecompressTooLarge and its partition stops
-	// until the consumer skips the batch (see SkipBatch).
+	// default DefaultMaxDecompressBatchBytes. A larger batch, or one that
+	// does not decompress, is reported by the poll as a
+	// *kgo.ErrDecompressTooLarge and its partition stops until the consumer
+	// skips the batch (see SkipBatch).
 	MaxDecompressBatchBytes int
 }
 
