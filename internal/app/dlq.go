@@ -389,8 +389,7 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, stderr io.Writer, topi
 				return
 			}
 			if big := kafka.SkipBatch(cl, err); big != nil {
-				fmt.Fprintf(stderr, "dlq: skipped the batch of %s[%d] at offsets %d to %d: it decompresses to more than %d bytes\n",
-					topic, p, big.Offset, big.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes)
+				fmt.Fprintf(stderr, "dlq: skipped a batch of %s[%d]: %v\n", topic, p, kafka.SkippedBatch(big))
 				reached(p, big.NextOffset-1)
 				return
 			}

@@ -91,8 +91,7 @@ func watchOutcomes(ctx context.Context, opts []kgo.Opt, topic string, t *tally) 
 		}
 		fs.EachError(func(topic string, p int32, err error) {
 			if big := kafka.SkipBatch(cl, err); big != nil {
-				slog.Warn("watch outcomes: skipped a batch too large to decompress", "topic", topic, "partition", p,
-					"offset", big.Offset, "next_offset", big.NextOffset)
+				slog.Warn("watch outcomes: skipped a batch", "topic", topic, "partition", p, "err", kafka.SkippedBatch(big))
 			}
 		})
 		fs.EachRecord(func(r *kgo.Record) {

@@ -114,7 +114,6 @@ const (
 	reasonRetriesExhausted = "retries_exhausted" // the last attempt failed
 	reasonUnknownKind      = "unknown_kind"      // no closer for the task's kind
 	reasonProduceFailed    = "produce_failed"    // the retry record was refused for good
-	reasonBatchTooLarge    = "batch_too_large"   // a batch that decompresses past the cap
 )
 
 // New returns a canceller for cfg; cfg is completed with WithDefaults and
@@ -372,8 +371,7 @@ func (c *Canceller) skipBatch(closeCtx context.Context, b *kgo.ErrDecompressTooL
 	j.p.tr.Skip(b.NextOffset)
 	c.pending-- // nothing to close
 	c.mu.Unlock()
-	c.deadLetter(j, reasonBatchTooLarge, fmt.Errorf("the record batch at offsets %d to %d does not decompress within %d bytes (too large, or malformed); its records were not read",
-		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes))
+	c.deadLetter(j, string(tiers.ReasonBatchTooLarge), kafka.SkippedBatch(b))
 }
 
 // run handles j, then each record that queued behind it for the same task

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -75,7 +76,7 @@ func TestOutcomeRefused(t *testing.T) {
 			t.Fatalf("refusal %d: %v", i+1, err)
 		}
 		waitFor(t, "the retry timer", func() bool { return b.clock.Armed() > 0 }, func() string { return "" })
-		b.clock.Advance(produceBackoffMax)
+		b.clock.Advance(kafka.RefusedBackoffMax)
 	}
 	b.outcomes(t, "a")
 	if closes.Load() != 1 {

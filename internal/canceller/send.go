@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -39,16 +38,6 @@ type onward struct {
 	rec  *kgo.Record
 	kind onwardKind
 }
-
-// Produce retries: a record refused for good is produced again after
-// produceBackoff, doubling up to produceBackoffMax, until it is
-// acknowledged or its partition is revoked. A refusal is never fatal: the
-// job stays unfinished (its offset uncommitted) meanwhile, and the rest of
-// the canceller goes on.
-const (
-	produceBackoff    = 100 * time.Millisecond
-	produceBackoffMax = 30 * time.Second
-)
 
 // sending is the produce state of one job's records.
 type sending struct {
@@ -97,7 +86,7 @@ func (c *Canceller) acked(s *sending) {
 func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
 	c.metrics.produceErrors.WithLabelValues(o.kind.String()).Inc()
 	r := s.j.r
-	tooLarge := errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
+	tooLarge := kafka.TooLarge(err)
 	switch {
 	case tooLarge && o.kind == kindRetry:
 		cause := fmt.Errorf("%s: retry to %s: %w", reasonProduceFailed, o.rec.Topic, err)
@@ -115,7 +104,10 @@ func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
 		c.acked(s)
 		return
 	}
-	wait := min(produceBackoff<<min(tries-1, 20), produceBackoffMax)
+	// Produced again until it is acknowledged or its partition is revoked
+	// (kafka.RefusedWait): never fatal; the job stays unfinished (its
+	// offset uncommitted) meanwhile, and the rest of the canceller goes on.
+	wait := kafka.RefusedWait(tries)
 	c.log.Error("produce refused; trying again", "record", o.kind.String(), "to", o.rec.Topic, "source_topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 		"tries", tries, "in", wait, "err", err)
 	t := c.clock.NewTimer(wait)

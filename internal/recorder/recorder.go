@@ -147,8 +147,7 @@ func (r *Recorder) consume(ctx context.Context) {
 				// skip is committed with the batch.
 				r.metrics.malformed.Inc()
 				r.stats.malformed.Add(1)
-				r.log.Warn("skipping a record batch that decompresses to more than the limit", "topic", topic, "partition", partition,
-					"offsets", fmt.Sprintf("%d-%d", tooLarge.Offset, tooLarge.NextOffset-1))
+				r.log.Warn("skipping a record batch", "topic", topic, "partition", partition, "err", kafka.SkippedBatch(tooLarge))
 				r.mark(topic, partition, tooLarge.Epoch, tooLarge.NextOffset)
 			case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
 				r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)

@@ -14,11 +14,6 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// reasonBatchTooLarge is the dead-letter reason of a record batch that would
-// decompress to more than the consumer's cap: its records cannot be read,
-// and the dead letter names their offsets.
-const reasonBatchTooLarge tiers.Reason = "batch_too_large"
-
 // take adds one poll's records to the partitions' state.
 func (r *Router) take(fs kgo.Fetches) {
 	now := r.clock.Now()
@@ -63,9 +58,7 @@ func (r *Router) skipBatch(b *kgo.ErrDecompressTooLarge, now time.Time) {
 	p.track.Skip(b.NextOffset)
 	rec := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: now}
 	e := r.newEntry(p, rec, tiers.Meta{})
-	r.deadLetter(e, &tiers.InvalidError{Reason: reasonBatchTooLarge, Detail: fmt.Sprintf(
-		"the record batch at offsets %d to %d does not decompress within %d bytes (too large, or malformed); its records were not read",
-		b.Offset, b.NextOffset-1, kafka.DefaultMaxDecompressBatchBytes)})
+	r.deadLetter(e, kafka.SkippedBatch(b))
 }
 
 func (r *Router) part(topic string, id int32) *partition {

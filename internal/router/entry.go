@@ -53,11 +53,7 @@ const entryOverhead = 320
 
 // recordBytes is what the key, value and headers of rec take.
 func recordBytes(rec *kgo.Record) int {
-	n := len(rec.Key) + len(rec.Value)
-	for _, h := range rec.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
+	return len(rec.Key) + len(rec.Value) + tiers.HeaderBytes(rec.Headers)
 }
 
 // own makes e hold a copy of its record's key, value and header values in

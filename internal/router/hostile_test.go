@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/hostile"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -341,13 +342,13 @@ func TestDeadLetterRefused(t *testing.T) {
 	// Tries come with the clock's backoff, never a stop.
 	for i := range 4 {
 		b.waitStats(t, func(s Stats) bool { return s.DeadLetterRetries == int64(i+1) && b.router.wakeAt.Load() != 0 })
-		b.clock.Advance(deadLetterBackoffMax)
+		b.clock.Advance(kafka.RefusedBackoffMax)
 	}
 	b.waitCommitted(t, topic, stuck)
 
 	b.waitStats(t, func(s Stats) bool { return s.DeadLetterRetries == 5 && b.router.wakeAt.Load() != 0 })
 	fault.Remove()
-	b.clock.Advance(deadLetterBackoffMax)
+	b.clock.Advance(kafka.RefusedBackoffMax)
 	b.read(t, b.cfg.DeadLetter, "bad", 1)
 	b.waitCommitted(t, topic, stuck+2)
 	if err := b.stop(); err != nil {
@@ -565,15 +566,15 @@ func TestBatchTooLarge(t *testing.T) {
 	b.produce(t, topic, "after", t0, t0.Add(-time.Second))
 	b.read(t, b.cfg.Target, "after", 1)
 	dl := b.read(t, b.cfg.DeadLetter, "", 1)[0] // the batch's dead letter has no key
-	if got := reason(dl); got != string(reasonBatchTooLarge) {
-		t.Fatalf("dead letter reason %q, want %s", got, reasonBatchTooLarge)
+	if got := reason(dl); got != string(tiers.ReasonBatchTooLarge) {
+		t.Fatalf("dead letter reason %q, want %s", got, tiers.ReasonBatchTooLarge)
 	}
 	if v, _ := tiers.Header(dl.Headers, tiers.HeaderReason); !strings.Contains(string(v), "offsets 1 to 256") {
 		t.Errorf("reason %q does not name the batch's offsets 1 to 256", v)
 	}
 	b.waitCommitted(t, topic, 258)
-	if n := testutil.ToFloat64(b.router.metrics.deadLetters.WithLabelValues(string(reasonBatchTooLarge))); n != 1 {
-		t.Errorf("dead letters counted as %s: %v, want 1", reasonBatchTooLarge, n)
+	if n := testutil.ToFloat64(b.router.metrics.deadLetters.WithLabelValues(string(tiers.ReasonBatchTooLarge))); n != 1 {
+		t.Errorf("dead letters counted as %s: %v, want 1", tiers.ReasonBatchTooLarge, n)
 	}
 }
 

@@ -82,7 +82,7 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 	}
 	for _, r := range []tiers.Reason{tiers.ReasonDueMissing, tiers.ReasonDueEmpty, tiers.ReasonDueNotNumber, tiers.ReasonDueNegative,
 		tiers.ReasonDueTooFar, tiers.ReasonKeyMissing, tiers.ReasonTargetInvalid, tiers.ReasonKeyTooLarge, tiers.ReasonHeadersTooLarge,
-		tiers.ReasonValueTooLarge, reasonBatchTooLarge, reasonProduceFailed} {
+		tiers.ReasonValueTooLarge, tiers.ReasonBatchTooLarge, reasonProduceFailed} {
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	return m

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -53,15 +53,6 @@ type target struct {
 	listed   bool // in Router.waitingFor
 	solo     bool // a solo produce is in flight: nothing goes with it
 }
-
-// Dead-letter retries: a dead letter the dead-letter topic refuses is tried
-// again after deadLetterBackoff, doubling up to deadLetterBackoffMax. It is
-// never given up on: its record stays uncommitted meanwhile, and the other
-// partitions flow.
-const (
-	deadLetterBackoff    = 100 * time.Millisecond
-	deadLetterBackoffMax = 30 * time.Second
-)
 
 // produce sends f, or queues it behind its target's produces in flight.
 func (r *Router) produce(f *flight) {
@@ -178,7 +169,7 @@ func (r *Router) complete() {
 			continue
 		}
 		r.bufferFull = false // a produce that finished left the client's buffer
-		if tooLarge(c.err) && !f.solo && !p.gone {
+		if kafka.TooLarge(c.err) && !f.solo && !p.gone {
 			f.solo = true
 			r.queue(t, f, true)
 			continue
@@ -251,22 +242,18 @@ func (r *Router) produceDeadLetter(e *entry) {
 func (r *Router) deadLetterFailed(e *entry, err error) {
 	e.tries++
 	r.stats.deadLetterRetries.Add(1)
-	if !e.minimal && tooLarge(err) {
+	if !e.minimal && kafka.TooLarge(err) {
 		e.minimal = true
 		r.produceDeadLetter(e)
 		return
 	}
-	wait := deadLetterBackoff << min(e.tries-1, 20)
-	wait = min(wait, deadLetterBackoffMax)
+	// Never given up on (kafka.RefusedWait): the record stays uncommitted
+	// meanwhile, and the other partitions flow.
+	wait := kafka.RefusedWait(e.tries)
 	r.log.Error("the dead-letter topic refused a record; trying again", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset,
 		"dlq_topic", r.cfg.DeadLetter, "tries", e.tries, "in", wait, "err", err)
 	e.state, e.ready = stateRetry, r.clock.Now().Add(wait)
 	r.wake.push(e)
-}
-
-// tooLarge reports whether err refuses a record as too large.
-func tooLarge(err error) bool {
-	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 }
 
 func (k produceKind) String() string {

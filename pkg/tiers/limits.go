@@ -32,6 +32,10 @@ const (
 	ReasonKeyTooLarge     Reason = "key_too_large"
 	ReasonHeadersTooLarge Reason = "headers_too_large"
 	ReasonValueTooLarge   Reason = "value_too_large"
+	// ReasonBatchTooLarge is the reason of the dead letter that stands for
+	// the records of a batch a consumer cannot decompress within its limit
+	// (too large, or malformed): they were not read.
+	ReasonBatchTooLarge Reason = "batch_too_large"
 )
 
 // Limits bound the parts of a delay record. The zero value has the
