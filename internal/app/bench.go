@@ -292,10 +292,15 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	start := time.Now()
 	kill.begun = start
+	// The kill runs to its restart, whenever scheduling ends (and is called
+	// off if the bench returns first); the hostile load stops with the
+	// scheduling.
 	var side sync.WaitGroup
 	defer side.Wait()
-	sideCtx, stopSide := context.WithCancel(ctx)
-	defer stopSide()
+	killCtx, stopKill := context.WithCancel(ctx)
+	defer stopKill()
+	hostileCtx, stopHostile := context.WithCancel(ctx)
+	defer stopHostile()
 	if c.kill != "" {
 		victim, args := &rt, routerArgs
 		if c.kill == "canceller" {
@@ -306,13 +311,13 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			at = time.Duration(float64(c.orders) / float64(c.rate) / 2 * float64(time.Second))
 		}
 		side.Go(func() {
-			if err := kill.run(sideCtx, victim, args, start.Add(at), c.restartAfter, stderr); err != nil {
+			if err := kill.run(killCtx, victim, args, start.Add(at), c.restartAfter, stderr); err != nil {
 				fmt.Fprintln(stderr, "bench:", err)
 			}
 		})
 	}
 	if c.hostileRate > 0 || c.bombs > 0 {
-		side.Go(func() { hostileLoad(sideCtx, prod, c, stderr) })
+		side.Go(func() { hostileLoad(hostileCtx, prod, c, stderr) })
 	}
 	wl, _ := newWorkload(c.delays)
 	rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), 1))
@@ -330,8 +335,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bench: flush: %w", err)
 	}
 	scheduleTook := time.Since(start)
-	stopSide()
-	side.Wait()
+	stopHostile()
 
 	// Wait for every outcome, bounded by the last due time plus a drain.
 	drain := time.NewTimer(maxDelay + time.Minute)
