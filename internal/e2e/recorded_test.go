@@ -49,18 +49,9 @@ func (f *flakyOnce) Close(ctx context.Context, t closer.Task) (closer.Result, er
 // report's totals must agree.
 func TestRecordedOutcomes(t *testing.T) {
 	const orders = 300
-	srv := chtest.StartServer(t)
-	cfg := srv.Config("hourglass_e2e")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	store, err := chstore.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, cfg, store := startClickHouse(ctx, t, "hourglass_e2e")
 
 	p := newPipe(t, "recorded", "200ms,1s", 2)
 	mem := newStore()
@@ -206,18 +197,9 @@ func attemptRows(ctx context.Context, s *chstore.Store, db string) (map[string]r
 // the table each attempt has one row.
 func TestRecorderKilled(t *testing.T) {
 	const orders = 600
-	srv := chtest.StartServer(t)
-	cfg := srv.Config("hourglass_e2e_kill")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	store, err := chstore.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, cfg, store := startClickHouse(ctx, t, "hourglass_e2e_kill")
 
 	p := newPipe(t, "recorderkill", "200ms,1s", 2)
 	mem := newStore()
@@ -249,7 +231,10 @@ func TestRecorderKilled(t *testing.T) {
 	go func() { scheduled <- p.schedule(ctx, mem, all, 20, 150*time.Millisecond) }()
 
 	// Kill the recorder once it has inserted a batch.
-	var rows map[string]row
+	var (
+		rows map[string]row
+		err  error
+	)
 	if err := waitFor(ctx, t, func() bool {
 		rows, err = attemptRows(ctx, store, cfg.Database)
 		return err == nil && len(rows) > 0
@@ -330,4 +315,21 @@ func TestRecorderKilled(t *testing.T) {
 	}
 	t.Logf("recorder-1 killed with %d attempts in ClickHouse, none committed (%d of %d orders final then); %d attempts of %d orders recorded, %d of them inserted twice (the report counted %d duplicate rows and ignored them)",
 		atKill, finalAtKill, orders, total, orders, twice, tot.Duplicates)
+}
+
+// startClickHouse starts a private ClickHouse server and opens a store of
+// database db on it, with the schema applied; both end with the test.
+func startClickHouse(ctx context.Context, t *testing.T, db string) (*chtest.Server, chstore.Config, *chstore.Store) {
+	t.Helper()
+	srv := chtest.StartServer(t)
+	cfg := srv.Config(db)
+	store, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return srv, cfg, store
 }

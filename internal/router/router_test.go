@@ -132,13 +132,10 @@ func (b *bundle) waitArmed(t *testing.T, at time.Time) {
 	}
 }
 
+// produce produces a delay record of topic with key, stamped ts, due at due.
 func (b *bundle) produce(t *testing.T, topic, key string, ts time.Time, due time.Time) {
 	t.Helper()
-	r := &kgo.Record{Topic: topic, Key: []byte(key), Timestamp: ts,
-		Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: tiers.FormatMillis(due)}}}
-	if err := b.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	b.produceRec(t, record(topic, key, ts, due))
 }
 
 // read returns the records of topic with key, in order.
