@@ -13,14 +13,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/offsets"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -35,7 +34,7 @@ type Canceller struct {
 	fallback *Route // closes kinds without a route; nil dead-letters them
 	limit    *rate.Limiter
 	cl       *kgo.Client
-	conn     []kgo.Opt // the connection, for the leave of a static member
+	member   *consumer.Member
 
 	mu      sync.Mutex // guards the fields below
 	parts   map[tp]*partition
@@ -47,10 +46,9 @@ type Canceller struct {
 
 	work sync.WaitGroup // one per record taken and not finished
 
-	committer *offsets.Committer
-	ready     atomic.Bool
-	stats     stats
-	metrics   *metrics
+	ready   atomic.Bool
+	stats   stats
+	metrics *metrics
 }
 
 type tp struct {
@@ -60,7 +58,6 @@ type tp struct {
 
 // partition is the state of one assigned partition.
 type partition struct {
-	tr offsets.Tracker
 	// ctx is canceled when the partition is revoked or lost, or at the
 	// stop: its records not yet closing are dropped, uncommitted, for the
 	// next owner, and produces waiting to be tried again are given up.
@@ -71,9 +68,9 @@ type partition struct {
 
 // job is a record taken from a partition.
 type job struct {
-	r     *kgo.Record
-	p     *partition
-	epoch int // the partition's tracker epoch when the record was taken
+	r    *kgo.Record
+	p    *partition
+	mark consumer.Mark // finishes the record's offset
 }
 
 // Route is how the tasks of one kind are closed.
@@ -158,7 +155,6 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		clock:   o.Clock,
 		log:     o.Logger,
 		routes:  o.Routes,
-		conn:    o.Kafka,
 		parts:   make(map[tp]*partition),
 		keys:    make(map[string][]job),
 		wake:    make(chan struct{}, 1),
@@ -169,23 +165,22 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	if cfg.RateLimit > 0 {
 		c.limit = rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst)
 	}
-	group := kafka.Group{Name: cfg.Group, Topics: cfg.Topics, InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout}
-	opts := append([]kgo.Opt{
-		kgo.OnPartitionsRevoked(c.onRevoked),
-		kgo.OnPartitionsLost(c.onLost),
-	}, o.Kafka...)
+	var opts []kgo.Opt
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
-	cl, err := group.NewClient(opts...)
+	member, err := consumer.New(consumer.Config{
+		Group: kafka.Group{Name: cfg.Group, Topics: cfg.Topics, InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
+		Kafka: o.Kafka, Opts: opts, CommitInterval: cfg.CommitInterval,
+		// A revoke waits for the closes running, each bounded by
+		// CloseTimeout, which ShutdownTimeout covers.
+		RevokeTimeout: cfg.ShutdownTimeout, Release: c.letGo,
+		Clock: c.clock, Logger: c.log,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("canceller: kafka client: %w", err)
+		return nil, fmt.Errorf("canceller: %w", err)
 	}
-	c.cl = cl
-	c.committer = &offsets.Committer{
-		Client: cl, Source: c.offsets, Interval: cfg.CommitInterval, Clock: c.clock,
-		OnError: func(err error) { c.log.Warn("commit failed; retrying", "err", err) },
-	}
+	c.member, c.cl = member, member.Client()
 	return c, nil
 }
 
@@ -206,10 +201,7 @@ func (c *Canceller) Run(ctx context.Context) error {
 	// the stop waits at least that long), so it is not cut off half
 	// applied.
 	closeCtx := context.WithoutCancel(ctx)
-	commitCtx, stopCommits := context.WithCancel(closeCtx)
-	defer stopCommits()
-	committed := make(chan struct{})
-	go func() { defer close(committed); c.committer.Run(commitCtx) }()
+	c.member.Start()
 
 	c.ready.Store(true)
 	err := c.consume(ctx, closeCtx)
@@ -219,8 +211,8 @@ func (c *Canceller) Run(ctx context.Context) error {
 	// canceled); records waiting for their turn or for the rate limit are
 	// dropped uncommitted; running closes finish, and their outcome, retry
 	// and dead-letter records are acknowledged, bounded by
-	// ShutdownTimeout; commit what is done with a fresh context; close the
-	// client; leave the group as a static member.
+	// ShutdownTimeout; the member commits what is done with a fresh
+	// context, closes the client and leaves the group as a static member.
 	c.mu.Lock()
 	for _, p := range c.parts {
 		p.cancel()
@@ -229,17 +221,7 @@ func (c *Canceller) Run(ctx context.Context) error {
 	if !waitTimeout(&c.work, c.cfg.ShutdownTimeout) {
 		c.log.Warn("shutdown deadline passed with closes or their events unfinished; their tasks will be closed again")
 	}
-	stopCommits()
-	<-committed
-	if cerr := c.committer.Do(c.offsets); cerr != nil {
-		c.log.Warn("final commit failed; the records after the last commit will be closed again", "err", cerr)
-	}
-	c.cl.Close()
-	if c.cfg.InstanceID != "" {
-		if lerr := kafka.LeaveGroup(ctx, c.conn, c.cfg.Group, c.cfg.InstanceID); lerr != nil {
-			c.log.Warn("the other cancellers take this canceller's partitions after the session timeout", "err", lerr)
-		}
-	}
+	c.member.Close(ctx)
 	return err
 }
 
@@ -270,16 +252,10 @@ func (c *Canceller) consume(ctx, closeCtx context.Context) error {
 			return nil
 		}
 		fs.EachRecord(func(r *kgo.Record) { c.dispatch(closeCtx, r) })
-		fs.EachError(func(topic string, partition int32, err error) {
-			switch tooLarge := kafka.SkipBatch(c.cl, err); {
-			case tooLarge != nil:
-				c.skipBatch(closeCtx, tooLarge)
-			case errors.Is(err, kerr.FencedInstanceID):
-				c.setFatal(fmt.Errorf("--instance-id %s: another canceller of group %s runs with this id: %w", c.cfg.InstanceID, c.cfg.Group, err))
-			default:
-				c.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
-			}
-		})
+		skip := func(b *kgo.ErrDecompressTooLarge) { c.skipBatch(closeCtx, b) }
+		if err := c.member.FetchErrors(fs, skip); err != nil {
+			c.setFatal(err)
+		}
 		c.cl.AllowRebalance()
 	}
 }
@@ -326,31 +302,29 @@ func (c *Canceller) waitFree(ctx context.Context) (int, error) {
 	}
 }
 
-// take counts r as taken from its partition and returns its job.
-func (c *Canceller) take(closeCtx context.Context, r *kgo.Record) job {
+// take counts r, of mark, as taken from its partition and returns its job.
+func (c *Canceller) take(closeCtx context.Context, r *kgo.Record, mark consumer.Mark) job {
 	k := tp{r.Topic, r.Partition}
 	p, ok := c.parts[k]
 	if !ok {
-		p = &partition{tr: offsets.NewTracker()}
+		p = &partition{}
 		p.ctx, p.cancel = context.WithCancel(closeCtx)
 		c.parts[k] = p
-	}
-	if p.tr.Add(r.Offset) {
-		c.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
 	}
 	p.work.Add(1)
 	c.work.Add(1)
 	c.pending++
 	c.unacked++
 	c.metrics.pending.Set(float64(c.pending))
-	return job{r: r, p: p, epoch: p.tr.Epoch()}
+	return job{r: r, p: p, mark: mark}
 }
 
 // dispatch takes r: it starts closing it, or queues it behind the running
 // close of the same task id.
 func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
+	mark := c.member.Take(r)
 	c.mu.Lock()
-	j := c.take(closeCtx, r)
+	j := c.take(closeCtx, r, mark)
 	key := string(r.Key)
 	if waiting, busy := c.keys[key]; busy {
 		c.keys[key] = append(waiting, j)
@@ -366,9 +340,9 @@ func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
 // client has moved past it), naming its offsets.
 func (c *Canceller) skipBatch(closeCtx context.Context, b *kgo.ErrDecompressTooLarge) {
 	r := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: c.clock.Now()}
+	mark := c.member.TakeSkipped(b)
 	c.mu.Lock()
-	j := c.take(closeCtx, r)
-	j.p.tr.Skip(b.NextOffset)
+	j := c.take(closeCtx, r, mark)
 	c.pending-- // nothing to close
 	c.mu.Unlock()
 	c.deadLetter(j, string(tiers.ReasonBatchTooLarge), kafka.SkippedBatch(b))
@@ -401,18 +375,15 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 // acknowledged (done), or left for the next owner (a revoke or a stop came
 // first).
 func (c *Canceller) finish(j job, done bool) {
-	c.mu.Lock()
-	if done && !j.p.tr.Stale(j.epoch, j.r.Offset) {
-		j.p.tr.Done(j.r.Offset)
+	if done {
+		c.member.Done(j.mark)
 	}
+	c.mu.Lock()
 	c.unacked--
 	c.mu.Unlock()
 	j.p.work.Done()
 	c.work.Done()
 	c.signal()
-	if done {
-		c.committer.Notify()
-	}
 }
 
 // handle closes one task and produces its outcome event, and its retry or
@@ -592,74 +563,30 @@ func millis(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// offsets returns the watermark of every partition with records.
-func (c *Canceller) offsets() offsets.Commits {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(offsets.Commits)
-	for k, p := range c.parts {
-		out.Add(k.topic, k.partition, &p.tr)
-	}
-	return out
-}
-
-// onRevoked runs while no record is being taken. Records of the revoked
+// letGo is the group member's Release. Records of the revoked or lost
 // partitions that have not begun closing are dropped (the next owner reads
-// them again); it waits for the closes running and their records onward,
-// bounded by ShutdownTimeout, then commits with a fresh context and forgets
-// the partitions.
-func (c *Canceller) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	if len(revoked) == 0 {
-		return
-	}
+// them again); for a revoke it waits for the closes running and their
+// records onward, until deadline. It forgets the partitions.
+func (c *Canceller) letGo(parts map[string][]int32, lost bool, deadline time.Time) {
 	var gone []*partition
 	c.mu.Lock()
-	for topic, ps := range revoked {
+	for topic, ps := range parts {
 		for _, n := range ps {
 			if p, ok := c.parts[tp{topic, n}]; ok {
 				p.cancel()
 				gone = append(gone, p)
+				delete(c.parts, tp{topic, n})
 			}
 		}
 	}
 	c.mu.Unlock()
-	deadline := time.Now().Add(c.cfg.ShutdownTimeout)
+	if lost {
+		return
+	}
 	for _, p := range gone {
 		if !waitTimeout(&p.work, time.Until(deadline)) {
 			c.log.Warn("revoke: closes or their events unfinished; their tasks will be closed again by the next owner")
-			break
-		}
-	}
-	err := c.committer.Do(func() offsets.Commits {
-		offs := make(offsets.Commits)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for topic, ps := range revoked {
-			for _, n := range ps {
-				if p, ok := c.parts[tp{topic, n}]; ok {
-					offs.Add(topic, n, &p.tr)
-					delete(c.parts, tp{topic, n})
-				}
-			}
-		}
-		return offs
-	})
-	if err != nil {
-		c.log.Warn("commit at revoke failed; the next owner closes the records after the last commit again", "err", err)
-	}
-}
-
-// onLost forgets lost partitions: their records not yet closing are
-// dropped, and nothing of theirs is committed.
-func (c *Canceller) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for topic, ps := range lost {
-		for _, n := range ps {
-			if p, ok := c.parts[tp{topic, n}]; ok {
-				p.cancel()
-				delete(c.parts, tp{topic, n})
-			}
+			return
 		}
 	}
 }

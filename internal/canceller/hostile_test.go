@@ -194,7 +194,7 @@ func TestLastCommitAfterAStuckClose(t *testing.T) {
 					t.Fatalf("Run: %v", err)
 				}
 			} else {
-				b.c.onRevoked(context.Background(), b.c.cl, map[string][]int32{b.cfg.Topics[0]: {0}})
+				b.c.member.Revoked(map[string][]int32{b.cfg.Topics[0]: {0}})
 			}
 			if got := b.committed(t); got != 2 {
 				t.Errorf("committed %d after the %s, want 2 (a and b, not the stuck close)", got, via)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/offsets"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -27,6 +27,7 @@ type Recorder struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	cl      *kgo.Client
+	member  *consumer.Member
 	metrics *metrics
 	ready   atomic.Bool
 	stats   stats
@@ -34,7 +35,7 @@ type Recorder struct {
 	// The batch; only Run's goroutine touches it.
 	events  []outcome.Event
 	records int             // records in the batch, malformed ones included
-	offs    offsets.Commits // next offset of each partition in the batch
+	marks   []consumer.Mark // the batch's records and skipped batches, finished once inserted
 	timer   clock.Timer     // fires FlushInterval after the batch's first record
 }
 
@@ -81,26 +82,27 @@ func New(cfg Config, o Options) (*Recorder, error) {
 		clock:   o.Clock,
 		log:     o.Logger,
 		metrics: newMetrics(o.Registerer),
-		offs:    make(offsets.Commits),
 	}
-	// Manual commits: a batch is committed only after its insert.
-	// Rebalances wait until the batch is inserted and committed
-	// (BlockRebalanceOnPoll), so a commit never lands on a partition that
-	// moved to another member.
-	group := kafka.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout}
-	opts := append([]kgo.Opt{
+	// A batch is committed only after its insert. Rebalances wait until
+	// the batch is inserted and committed (the group blocks them while a
+	// poll's records are taken, and the recorder allows them only between
+	// batches), so a revoke finds nothing to let go of.
+	opts := []kgo.Opt{
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) {
 			r.log.Debug("a rebalance waits for the current batch")
 		}),
-	}, o.Kafka...)
+	}
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
-	cl, err := group.NewClient(opts...)
+	member, err := consumer.New(consumer.Config{
+		Group: kafka.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout},
+		Kafka: o.Kafka, Opts: opts, CommitTimeout: cfg.InsertTimeout, Clock: r.clock, Logger: r.log,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("recorder: kafka client: %w", err)
+		return nil, fmt.Errorf("recorder: %w", err)
 	}
-	r.cl = cl
+	r.member, r.cl = member, member.Client()
 	return r, nil
 }
 
@@ -114,21 +116,22 @@ func (r *Recorder) Client() *kgo.Client { return r.cl }
 // gracefully within Config.ShutdownTimeout. It closes the client before it
 // returns.
 func (r *Recorder) Run(ctx context.Context) error {
-	defer r.cl.Close()
 	r.ready.Store(true)
 	r.consume(ctx)
 	r.ready.Store(false)
 
 	// Shutdown order: polling has stopped; insert the last batch (retrying
 	// while ClickHouse is down, bounded by ShutdownTimeout) and commit it;
-	// let a waiting rebalance go on; leave the group (Close, deferred). A
-	// batch not inserted in time is not committed: it is read again.
+	// let a waiting rebalance go on; close the client, which leaves the
+	// group. A batch not inserted in time is not committed: it is read
+	// again.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := r.flush(sctx); err != nil {
 		r.log.Warn("stopping with a batch not inserted; it is read again at the next start", "rows", len(r.events), "err", err)
 	}
 	r.cl.AllowRebalance()
+	r.member.Close(ctx)
 	return nil
 }
 
@@ -140,19 +143,8 @@ func (r *Recorder) consume(ctx context.Context) {
 		if fs.IsClientClosed() {
 			return
 		}
-		fs.EachError(func(topic string, partition int32, err error) {
-			switch tooLarge := kafka.SkipBatch(r.cl, err); {
-			case tooLarge != nil:
-				// Not events the canceller wrote: they are skipped, and the
-				// skip is committed with the batch.
-				r.metrics.malformed.Inc()
-				r.stats.malformed.Add(1)
-				r.log.Warn("skipping a record batch", "topic", topic, "partition", partition, "err", kafka.SkippedBatch(tooLarge))
-				r.mark(topic, partition, tooLarge.Epoch, tooLarge.NextOffset)
-			case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
-				r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
-			}
-		})
+		// The recorder has no instance id, so no fetch error is fatal.
+		_ = r.member.FetchErrors(fs, r.skip)
 		fs.EachRecord(r.add)
 		if ctx.Err() != nil {
 			return
@@ -198,7 +190,7 @@ func (r *Recorder) add(rec *kgo.Record) {
 		r.timer = r.clock.NewTimer(r.cfg.FlushInterval)
 	}
 	r.records++
-	r.mark(rec.Topic, rec.Partition, rec.LeaderEpoch, rec.Offset+1)
+	r.marks = append(r.marks, r.member.Take(rec))
 	if len(r.cfg.OutcomesKey) > 0 {
 		sig, _ := tiers.Header(rec.Headers, outcome.HeaderSignature)
 		if !outcome.Verify(r.cfg.OutcomesKey, rec.Value, sig) {
@@ -220,12 +212,13 @@ func (r *Recorder) add(rec *kgo.Record) {
 	r.metrics.buffered.Set(float64(len(r.events)))
 }
 
-// mark sets the offset to commit for a partition with the batch.
-func (r *Recorder) mark(topic string, partition, epoch int32, next int64) {
-	if r.offs[topic] == nil {
-		r.offs[topic] = make(map[int32]kgo.EpochOffset)
-	}
-	r.offs[topic][partition] = kgo.EpochOffset{Epoch: epoch, Offset: next}
+// skip counts a batch the client refused to decompress, or malformed: not
+// events a canceller wrote. Its offsets are committed with the batch.
+func (r *Recorder) skip(b *kgo.ErrDecompressTooLarge) {
+	r.metrics.malformed.Inc()
+	r.stats.malformed.Add(1)
+	r.log.Warn("skipping a record batch", "topic", b.Topic, "partition", b.Partition, "err", kafka.SkippedBatch(b))
+	r.marks = append(r.marks, r.member.TakeSkipped(b))
 }
 
 // flush inserts the batch, retrying until it succeeds or ctx is done, then
@@ -246,13 +239,12 @@ func (r *Recorder) flush(ctx context.Context) error {
 	// The commit goes on if ctx ends now: the batch is inserted. A failed
 	// commit is logged and loses nothing: the batch is read and inserted
 	// again, and the copies count once.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.InsertTimeout)
-	if err := offsets.Commit(cctx, r.cl, r.offs); err != nil {
+	r.member.Done(r.marks...)
+	if err := r.member.Commit(); err != nil {
 		r.log.Warn("commit failed; the batch is read again after a restart or rebalance, and counts once", "err", err)
 	}
-	cancel()
 	r.stats.flushed.Add(int64(r.records))
-	r.events, r.records, r.offs = r.events[:0], 0, make(offsets.Commits)
+	r.events, r.records, r.marks = r.events[:0], 0, r.marks[:0]
 	r.metrics.buffered.Set(0)
 	r.cl.AllowRebalance()
 	return nil

@@ -1,16 +1,14 @@
 package router
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/offsets"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -26,23 +24,13 @@ func (r *Router) take(fs kgo.Fetches) {
 			return
 		}
 		for _, rec := range fp.Records {
-			if p.track.Add(rec.Offset) {
-				r.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", p.topic, "partition", p.partition, "offset", rec.Offset)
-			}
-			r.arrive(p, rec, now)
+			r.arrive(p, rec, r.member.Take(rec), now)
 		}
 		r.maybePause(p)
 	})
-	fs.EachError(func(topic string, partition int32, err error) {
-		switch tooLarge := kafka.SkipBatch(r.cl, err); {
-		case tooLarge != nil:
-			r.skipBatch(tooLarge, now)
-		case errors.Is(err, kerr.FencedInstanceID):
-			r.fatal = fmt.Errorf("--instance-id %s: another router of group %s runs with this id: %w", r.cfg.InstanceID, r.cfg.Group, err)
-		default:
-			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
-		}
-	})
+	if err := r.member.FetchErrors(fs, func(b *kgo.ErrDecompressTooLarge) { r.skipBatch(b, now) }); err != nil && r.fatal == nil {
+		r.fatal = err
+	}
 }
 
 // skipBatch dead-letters a batch the client refused to decompress (the
@@ -54,10 +42,8 @@ func (r *Router) skipBatch(b *kgo.ErrDecompressTooLarge, now time.Time) {
 	if p == nil || p.leaving {
 		return
 	}
-	p.track.Add(b.Offset)
-	p.track.Skip(b.NextOffset)
 	rec := &kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset, Timestamp: now}
-	e := r.newEntry(p, rec, tiers.Meta{})
+	e := r.newEntry(p, rec, r.member.TakeSkipped(b), tiers.Meta{})
 	r.deadLetter(e, kafka.SkippedBatch(b))
 }
 
@@ -72,7 +58,7 @@ func (r *Router) part(topic string, id int32) *partition {
 		return nil
 	}
 	name := tiers.Name(tier)
-	p := &partition{tp: k, tier: tier, track: offsets.NewTracker(),
+	p := &partition{tp: k, tier: tier,
 		heldGauge: r.metrics.held.WithLabelValues(name),
 		forwarded: r.metrics.forwarded.WithLabelValues(name),
 		overrun:   r.metrics.overrun.WithLabelValues(name),
@@ -82,16 +68,16 @@ func (r *Router) part(topic string, id int32) *partition {
 }
 
 // newEntry makes rec an entry of p and counts its bytes in p.
-func (r *Router) newEntry(p *partition, rec *kgo.Record, m tiers.Meta) *entry {
+func (r *Router) newEntry(p *partition, rec *kgo.Record, mark consumer.Mark, m tiers.Meta) *entry {
 	size := recordBytes(rec) + entryOverhead
-	e := &entry{rec: rec, meta: m, part: p, idx: -1, size: size, epoch: p.track.Epoch()}
+	e := &entry{rec: rec, meta: m, part: p, idx: -1, size: size, mark: mark}
 	p.bytes += size
 	r.stats.heldBytes.Add(int64(size))
 	return e
 }
 
 // arrive decides what to do with a record just fetched.
-func (r *Router) arrive(p *partition, rec *kgo.Record, now time.Time) {
+func (r *Router) arrive(p *partition, rec *kgo.Record, mark consumer.Mark, now time.Time) {
 	err := r.cfg.Limits.Check(rec)
 	var m tiers.Meta
 	if err == nil {
@@ -103,7 +89,7 @@ func (r *Router) arrive(p *partition, rec *kgo.Record, now time.Time) {
 	if err == nil {
 		err = r.checkTarget(r.target(m))
 	}
-	e := r.newEntry(p, rec, m)
+	e := r.newEntry(p, rec, mark, m)
 	if err != nil {
 		r.deadLetter(e, err)
 		return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -34,9 +35,9 @@ type entry struct {
 	state state
 	idx   int // index in wakeHeap; -1 when not in it
 	size  int // bytes it counts for in its partition
-	// epoch is its partition's tracker epoch when it was fetched (see
-	// offsets.Tracker.Stale).
-	epoch int
+	// mark finishes its record's offset once its record onward is
+	// acknowledged.
+	mark consumer.Mark
 
 	// Dead letters: why, whether the dead-letter topic refused the full
 	// dead letter as too large, and failed tries so far.

@@ -442,7 +442,7 @@ func TestFailingTarget(t *testing.T) {
 		t.Errorf("%d produces waiting, want 18 (20 to the failing target, 2 in flight)", q)
 	}
 	start := time.Now()
-	b.router.onRevoked(context.Background(), b.router.cl, map[string][]int32{topic: {0}})
+	b.router.member.Revoked(map[string][]int32{topic: {0}})
 	if took := time.Since(start); took > 3*cfg.RevokeTimeout {
 		t.Errorf("revoke took %v with a failing target, want about %v", took, cfg.RevokeTimeout)
 	}
@@ -490,7 +490,7 @@ func TestPauseClearedOnRevoke(t *testing.T) {
 		t.Fatalf("client pauses %v, want %s[0]", paused, topic)
 	}
 	held := b.router.Stats().Held
-	b.router.onRevoked(context.Background(), b.router.cl, map[string][]int32{topic: {0}})
+	b.router.member.Revoked(map[string][]int32{topic: {0}})
 	// (The 10s tier may be paused in its turn by the records handed off.)
 	if paused := b.router.cl.PauseFetchPartitions(nil); len(paused[topic]) != 0 {
 		t.Errorf("client still pauses %v after the revoke", paused)
@@ -606,7 +606,7 @@ func TestRevokeDuringStop(t *testing.T) {
 	if err := fault.Wait(ctx, 1); err != nil {
 		t.Fatalf("the hand-off was not produced: %v", err)
 	}
-	b.router.onRevoked(context.Background(), b.router.cl, map[string][]int32{topic: {0}})
+	b.router.member.Revoked(map[string][]int32{topic: {0}})
 	if got := b.committed(t, topic); got != 4 {
 		t.Errorf("committed %d when the revoke returned, want 4 (everything handed off)", got)
 	}
@@ -626,7 +626,7 @@ func TestLostPartitionForgetsHeld(t *testing.T) {
 	b.produce(t, topic, "waiting", t0, t0.Add(time.Hour))
 	b.produce(t, topic, "timer", t0, t0.Add(5*time.Second))
 	b.waitStats(t, func(s Stats) bool { return s.Held == 2 })
-	b.router.onLost(context.Background(), b.router.cl, map[string][]int32{topic: {0}})
+	b.router.member.Lost(map[string][]int32{topic: {0}})
 	if s := b.router.Stats(); s.Held != 0 || s.HeldBytes != 0 || b.router.stats.timer.Load() != 0 {
 		t.Errorf("after the loss: %+v, timer %d; want nothing held", s, b.router.stats.timer.Load())
 	}

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/hourglass/hourglass/internal/offsets"
 )
 
 // tp names a partition.
@@ -24,8 +22,6 @@ type partition struct {
 	forwarded prometheus.Counter
 	overrun   prometheus.Observer
 
-	// track has every record fetched and not yet produced onward.
-	track offsets.Tracker
 	// waiting counts the entries waiting out their tier; with bytes, it
 	// decides when the partition is paused.
 	waiting int

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -152,7 +153,7 @@ func (r *Router) complete() {
 	done := r.done
 	r.done = nil
 	r.mu.Unlock()
-	progress := false
+	var finished []consumer.Mark
 	for _, c := range done {
 		f, e := c.f, c.f.e
 		p := e.part
@@ -196,15 +197,12 @@ func (r *Router) complete() {
 			r.stats.hopped.Add(1)
 			r.metrics.hop(p.tier, f.to).Inc()
 		}
-		if !p.track.Stale(e.epoch, e.rec.Offset) {
-			p.track.Done(e.rec.Offset)
-			progress = true
-		}
+		finished = append(finished, e.mark)
 		r.release(e)
 		r.maybeResume(p)
 	}
-	if progress {
-		r.committer.Notify()
+	if len(finished) > 0 {
+		r.member.Done(finished...)
 	}
 }
 

@@ -1,22 +1,17 @@
 package router
 
 import (
-	"context"
 	"math"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/hourglass/hourglass/internal/offsets"
 )
 
 // revokeReq asks the loop to let go of partitions and, for a revoke, to
-// reply with their watermarks once their produces are done.
+// reply once their produces are done (or the deadline has passed).
 type revokeReq struct {
 	parts    map[string][]int32
 	lost     bool
 	deadline time.Time
-	reply    chan offsets.Commits
+	reply    chan struct{}
 }
 
 // releaseParts lets go of partitions being revoked or lost, and resumes
@@ -112,7 +107,7 @@ func (r *Router) takeHeld(p *partition) []*entry {
 
 // answerRevokes replies to the revokes whose partitions have nothing being
 // produced, or whose deadline has passed (or all, with force), and forgets
-// those partitions.
+// those partitions; the group member then commits their watermarks.
 func (r *Router) answerRevokes(reqs []*revokeReq, force bool) []*revokeReq {
 	if len(reqs) == 0 {
 		return reqs
@@ -132,12 +127,8 @@ func (r *Router) answerRevokes(reqs []*revokeReq, force bool) []*revokeReq {
 			keep = append(keep, req)
 			continue
 		}
-		var offs offsets.Commits
-		if !req.lost {
-			offs = r.offsets(req.parts)
-		}
 		r.forget(req.parts)
-		req.reply <- offs
+		close(req.reply)
 	}
 	return keep
 }
@@ -158,77 +149,20 @@ func (r *Router) forget(parts map[string][]int32) {
 	}
 }
 
-// offsets returns the watermarks of the given partitions (all owned ones when
-// parts is nil). Revoked partitions are counted only when named.
-func (r *Router) offsets(parts map[string][]int32) offsets.Commits {
-	out := make(offsets.Commits)
-	if parts == nil {
-		for _, p := range r.parts {
-			if !p.gone {
-				out.Add(p.topic, p.partition, &p.track)
-			}
-		}
-		return out
-	}
-	for topic, ps := range parts {
-		for _, id := range ps {
-			if p, ok := r.parts[tp{topic, id}]; ok {
-				out.Add(p.topic, p.partition, &p.track)
-			}
-		}
-	}
-	return out
-}
-
-// currentOffsets returns the watermarks of every owned partition, asked of
-// the loop; nil once the loop has returned (the final commit follows).
-func (r *Router) currentOffsets() offsets.Commits {
-	reply := make(chan offsets.Commits, 1)
-	select {
-	case r.offsetsQ <- reply:
-		return <-reply
-	case <-r.loopDone:
-		return nil
-	}
-}
-
-// onRevoked commits what is done for the revoked partitions, after the loop
-// has handed off what it held for them and their produces finished (bounded
-// by RevokeTimeout). The commit lock is held from the request to the commit,
-// so that no commit computed before the revoke lands after it.
-func (r *Router) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	if len(revoked) == 0 {
-		return
-	}
-	err := r.committer.Do(func() offsets.Commits { return r.request(revoked, false) })
-	if err != nil {
-		r.log.Warn("commit at revoke failed; the next owner reads the records after the last commit again", "err", err)
-	}
-}
-
-// onLost forgets lost partitions; their offsets cannot be committed.
-func (r *Router) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	if len(lost) > 0 {
-		r.request(lost, true)
-	}
-}
-
-// request hands a revoke or loss to the loop and returns the watermarks to
-// commit. A revoke that comes after the loop has returned (during the stop,
-// after the final state is computed) is answered from that final state,
-// which no goroutine changes any more.
-func (r *Router) request(parts map[string][]int32, lost bool) offsets.Commits {
-	req := &revokeReq{parts: parts, lost: lost, deadline: time.Now().Add(r.cfg.RevokeTimeout), reply: make(chan offsets.Commits, 1)}
+// letGo is the group member's Release: it hands a revoke or loss to the
+// loop and returns once the loop has handed off what the partitions held and
+// their produces finished, or the deadline has passed. A revoke that comes
+// after the loop has returned (during the stop) needs nothing more: the stop
+// handed everything off.
+func (r *Router) letGo(parts map[string][]int32, lost bool, deadline time.Time) {
+	req := &revokeReq{parts: parts, lost: lost, deadline: deadline, reply: make(chan struct{})}
 	select {
 	case r.revokes <- req:
 	case <-r.loopDone:
-		if lost {
-			return nil
-		}
-		return r.offsets(parts)
+		return
 	}
 	// Wake the loop at the deadline, in case no produce result does.
-	kick := time.AfterFunc(r.cfg.RevokeTimeout, func() {
+	kick := time.AfterFunc(time.Until(deadline), func() {
 		select {
 		case r.doneSig <- struct{}{}:
 		default:
@@ -237,5 +171,5 @@ func (r *Router) request(parts map[string][]int32, lost bool) offsets.Commits {
 	defer kick.Stop()
 	// The loop answers after the drain or the deadline, and always before it
 	// returns.
-	return <-req.reply
+	<-req.reply
 }

@@ -13,19 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/offsets"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // Router moves delay records to their targets when they are due. Create one
 // with New and start it with Run; it stops when Run's context is canceled.
 type Router struct {
-	cfg   Config
-	clock clock.Clock
-	log   *slog.Logger
-	cl    *kgo.Client
-	conn  []kgo.Opt // the connection, for the leave of a static member
+	cfg    Config
+	clock  clock.Clock
+	log    *slog.Logger
+	cl     *kgo.Client
+	member *consumer.Member
 
 	tierOf  map[string]time.Duration // delay topic -> tier
 	topicOf map[time.Duration]string // tier -> delay topic
@@ -44,18 +44,16 @@ type Router struct {
 	// Channels into the loop.
 	fetches  chan polled
 	revokes  chan *revokeReq
-	offsetsQ chan chan offsets.Commits
 	doneSig  chan struct{} // a completion is waiting in done
 	loopDone chan struct{} // closed when the loop has returned
 
 	mu   sync.Mutex   // guards done
 	done []completion // produce results, handed from kgo's goroutines
 
-	committer *offsets.Committer
-	wakeAt    atomic.Int64 // unix ns the wake timer is armed for; 0 when not armed
-	ready     atomic.Bool
-	stats     stats
-	metrics   *metrics
+	wakeAt  atomic.Int64 // unix ns the wake timer is armed for; 0 when not armed
+	ready   atomic.Bool
+	stats   stats
+	metrics *metrics
 }
 
 type polled struct {
@@ -98,7 +96,6 @@ func New(cfg Config, o Options) (*Router, error) {
 		cfg:      cfg,
 		clock:    o.Clock,
 		log:      o.Logger,
-		conn:     o.Kafka,
 		tierOf:   make(map[string]time.Duration),
 		topicOf:  make(map[time.Duration]string),
 		parts:    make(map[tp]*partition),
@@ -106,7 +103,6 @@ func New(cfg Config, o Options) (*Router, error) {
 		checked:  make(map[string]string),
 		fetches:  make(chan polled),
 		revokes:  make(chan *revokeReq),
-		offsetsQ: make(chan chan offsets.Commits),
 		doneSig:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
@@ -115,10 +111,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		r.tierOf[tiers.Topic(cfg.Prefix, d)] = d
 		r.topicOf[d] = tiers.Topic(cfg.Prefix, d)
 	}
-	group := kafka.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout}
-	opts := append([]kgo.Opt{
-		kgo.OnPartitionsRevoked(r.onRevoked),
-		kgo.OnPartitionsLost(r.onLost),
+	opts := []kgo.Opt{
 		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
 		// A due record leaves at once: lingering would add to every
 		// deadline's lateness. Records still batch while a produce request
@@ -138,19 +131,20 @@ func New(cfg Config, o Options) (*Router, error) {
 		// client's buffer limit is only a backstop that never blocks the
 		// loop; memory is bounded by the held-bytes limits.
 		kgo.MaxBufferedRecords(1 << 20),
-	}, o.Kafka...)
+	}
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
-	cl, err := group.NewClient(opts...)
+	member, err := consumer.New(consumer.Config{
+		Group: kafka.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
+		Kafka: o.Kafka, Opts: opts,
+		CommitInterval: cfg.CommitInterval, RevokeTimeout: cfg.RevokeTimeout, Release: r.letGo,
+		Clock: r.clock, Logger: r.log,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("router: kafka client: %w", err)
+		return nil, fmt.Errorf("router: %w", err)
 	}
-	r.cl = cl
-	r.committer = &offsets.Committer{
-		Client: cl, Source: r.currentOffsets, Interval: cfg.CommitInterval, Clock: r.clock,
-		OnError: func(err error) { r.log.Warn("commit failed; retrying", "err", err) },
-	}
+	r.member, r.cl = member, member.Client()
 	return r, nil
 }
 
@@ -171,29 +165,20 @@ func (r *Router) Run(ctx context.Context) error {
 	pollCtx, stopPolling := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPolling()
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); r.poll(pollCtx) }()
-	go func() { defer wg.Done(); r.committer.Run(pollCtx) }()
+	wg.Go(func() { r.poll(pollCtx) })
+	r.member.Start()
 
 	r.ready.Store(true)
-	final, err := r.loop(ctx, stopPolling)
+	err := r.loop(ctx, stopPolling)
 	r.ready.Store(false)
 
 	// Shutdown order: the loop has stopped fetching (it canceled polling),
 	// handed off what it held and waited for produces in flight, bounded;
-	// wait for the poller and the committer; commit the final watermarks
-	// with a fresh context; close the client (which, for a dynamic member,
-	// leaves the group); leave explicitly as a static member.
+	// wait for the poller; the member commits the final watermarks with a
+	// fresh context, closes the client (which, for a dynamic member,
+	// leaves the group) and leaves explicitly as a static member.
 	wg.Wait()
-	if cerr := r.committer.Do(func() offsets.Commits { return final }); cerr != nil {
-		r.log.Warn("final commit failed; the records after the last commit will be read again", "err", cerr)
-	}
-	r.cl.Close()
-	if r.cfg.InstanceID != "" {
-		if lerr := kafka.LeaveGroup(ctx, r.conn, r.cfg.Group, r.cfg.InstanceID); lerr != nil {
-			r.log.Warn("the other routers take this router's partitions after the session timeout", "err", lerr)
-		}
-	}
+	r.member.Close(ctx)
 	return err
 }
 
@@ -219,10 +204,9 @@ func (r *Router) poll(ctx context.Context) {
 }
 
 // loop owns the router state: it takes polled records, wakes for due heads,
-// timers and dead-letter retries, handles produce results, revokes and
-// commit requests. On ctx cancellation it stops and returns the watermarks to
-// commit.
-func (r *Router) loop(ctx context.Context, stopPolling func()) (offsets.Commits, error) {
+// timers and dead-letter retries, handles produce results and revokes. On
+// ctx cancellation, or a fatal error, it stops (see shutdown).
+func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 	defer close(r.loopDone)
 	timer := r.clock.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -231,7 +215,8 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) (offsets.Commits,
 		r.armTimer(timer)
 		select {
 		case <-ctx.Done():
-			return r.shutdown(stopPolling, pending), nil
+			r.shutdown(stopPolling, pending)
+			return nil
 		case p := <-r.fetches:
 			r.take(p.fetches)
 			close(p.ack)
@@ -243,13 +228,12 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) (offsets.Commits,
 		case req := <-r.revokes:
 			r.releaseParts(req.parts, req.lost)
 			pending = append(pending, req)
-		case reply := <-r.offsetsQ:
-			reply <- r.offsets(nil)
 		}
 		r.sendWaiting()
 		pending = r.answerRevokes(pending, false)
 		if r.fatal != nil {
-			return r.shutdown(stopPolling, pending), r.fatal
+			r.shutdown(stopPolling, pending)
+			return r.fatal
 		}
 	}
 }
@@ -267,9 +251,9 @@ func (r *Router) armTimer(t clock.Timer) {
 }
 
 // shutdown stops polling, hands off everything held and waits (bounded) for
-// produces in flight, answering revokes meanwhile, then returns the
-// watermarks to commit.
-func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) offsets.Commits {
+// produces in flight, answering revokes meanwhile. What is finished by then
+// is what the final commit covers.
+func (r *Router) shutdown(stopPolling func(), revokes []*revokeReq) {
 	stopPolling()
 	now := r.clock.Now()
 	for _, p := range r.parts {
@@ -293,8 +277,6 @@ wait:
 			// being handed off already; answer once it is.
 			r.releaseParts(req.parts, req.lost)
 			revokes = append(revokes, req)
-		case reply := <-r.offsetsQ:
-			reply <- r.offsets(nil)
 		case <-deadline.C:
 			r.log.Warn("shutdown deadline passed with produces in flight; their records will be read again", "producing", r.producing())
 			break wait
@@ -302,7 +284,6 @@ wait:
 		revokes = r.answerRevokes(revokes, false)
 	}
 	r.answerRevokes(revokes, true)
-	return r.offsets(nil)
 }
 
 // producing counts the entries being produced onward.

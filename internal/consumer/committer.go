@@ -1,4 +1,4 @@
-package offsets
+package consumer
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 )
 
-// DefaultCommitTimeout bounds one commit of a Committer.
+// DefaultCommitTimeout bounds one commit of a committer.
 const DefaultCommitTimeout = 10 * time.Second
 
-// Committer commits a consumer group's watermarks soon after they advance:
+// committer commits a consumer group's watermarks soon after they advance:
 // Notify says a watermark moved, and Run commits what Source returns, at
 // most one commit at a time and at most one per Interval. A crash therefore
 // repeats only what was handed on in the last Interval plus one commit's
@@ -24,12 +24,12 @@ const DefaultCommitTimeout = 10 * time.Second
 // a commit is what makes finished work count, and is the last thing that
 // should be cut short. Do serializes the commits of a revoke or a stop with
 // Run's, so that a commit computed before a revoke never lands after it.
-type Committer struct {
+type committer struct {
 	// Client commits; required.
 	Client *kgo.Client
 	// Source returns the watermarks to commit; Run calls it under the
 	// commit lock. It may return nil (nothing to commit).
-	Source func() Commits
+	Source func() commits
 	// Interval is the least time between two of Run's commits; default
 	// time.Second.
 	Interval time.Duration
@@ -47,7 +47,7 @@ type Committer struct {
 	once sync.Once
 }
 
-func (c *Committer) init() {
+func (c *committer) init() {
 	c.once.Do(func() {
 		c.kick = make(chan struct{}, 1)
 		if c.Interval <= 0 {
@@ -66,7 +66,7 @@ func (c *Committer) init() {
 }
 
 // Notify tells Run that a watermark has moved. It never blocks.
-func (c *Committer) Notify() {
+func (c *committer) Notify() {
 	c.init()
 	select {
 	case c.kick <- struct{}{}:
@@ -76,7 +76,7 @@ func (c *Committer) Notify() {
 
 // Run commits after each Notify, spaced by Interval, until ctx is done. A
 // commit that fails is tried again after Interval.
-func (c *Committer) Run(ctx context.Context) {
+func (c *committer) Run(ctx context.Context) {
 	c.init()
 	var last time.Time
 	for {
@@ -105,7 +105,7 @@ func (c *Committer) Run(ctx context.Context) {
 // Do commits what source returns, with the commit lock held across both,
 // and a fresh context bounded by Timeout. It returns the commit's error or
 // the first partition the broker refused.
-func (c *Committer) Do(source func() Commits) error {
+func (c *committer) Do(source func() commits) error {
 	c.init()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,5 +115,5 @@ func (c *Committer) Do(source func() Commits) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
-	return Commit(ctx, c.Client, offs)
+	return commit(ctx, c.Client, offs)
 }

@@ -1,4 +1,4 @@
-package offsets
+package consumer
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Commits are the offsets to commit, by topic and partition.
-type Commits map[string]map[int32]kgo.EpochOffset
+// commits are the offsets to commit, by topic and partition.
+type commits map[string]map[int32]kgo.EpochOffset
 
-// Add sets the watermark of t for topic and partition, if t has one.
-func (c Commits) Add(topic string, partition int32, t *Tracker) {
+// add sets the watermark of t for topic and partition, if t has one.
+func (c commits) add(topic string, partition int32, t *tracker) {
 	w, ok := t.Watermark()
 	if !ok {
 		return
@@ -26,10 +26,10 @@ func (c Commits) Add(topic string, partition int32, t *Tracker) {
 	c[topic][partition] = kgo.EpochOffset{Epoch: -1, Offset: w}
 }
 
-// Commit commits offs synchronously and returns the commit's error, or the
+// commit commits offs synchronously and returns the commit's error, or the
 // first partition the broker refused. A failed commit loses nothing: the
 // records after the last committed offset are read again.
-func Commit(ctx context.Context, cl *kgo.Client, offs Commits) error {
+func commit(ctx context.Context, cl *kgo.Client, offs commits) error {
 	if len(offs) == 0 {
 		return nil
 	}

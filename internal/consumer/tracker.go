@@ -1,8 +1,8 @@
-package offsets
+package consumer
 
 import "math/bits"
 
-// Tracker computes a partition's commit watermark: the lowest offset whose
+// tracker computes a partition's commit watermark: the lowest offset whose
 // record is not yet durably produced onward, or one past the highest offset
 // seen when every record is done. Offsets are added in increasing order (with
 // gaps, for compaction, control records and aborted transactions) and
@@ -10,7 +10,7 @@ import "math/bits"
 // the partition (see Add). It keeps one bit per offset between the watermark
 // and the highest offset seen, so a record held for a long time costs the
 // records behind it a bit each.
-type Tracker struct {
+type tracker struct {
 	words  []uint64 // bit set = pending; words[head] holds offset base
 	head   int
 	base   int64
@@ -19,8 +19,8 @@ type Tracker struct {
 	resets []int64 // the offsets of the resets so far, in order
 }
 
-// NewTracker returns an empty Tracker.
-func NewTracker() Tracker { return Tracker{next: -1} }
+// newTracker returns an empty tracker.
+func newTracker() tracker { return tracker{next: -1} }
 
 // Add marks offset pending. Offsets normally rise; an offset at or below
 // one added before means the partition was reset to it (the log was
@@ -30,7 +30,7 @@ func NewTracker() Tracker { return Tracker{next: -1} }
 // that are still pending stay pending. A record taken before the reset at
 // an offset from there up is stale (see Stale): its Done would finish the
 // new record at the same offset.
-func (t *Tracker) Add(offset int64) (reset bool) {
+func (t *tracker) Add(offset int64) (reset bool) {
 	if t.next >= 0 && offset < t.next {
 		reset = true
 		t.forgetFrom(offset)
@@ -51,7 +51,7 @@ func (t *Tracker) Add(offset int64) (reset bool) {
 }
 
 // forgetFrom drops every pending offset at or above offset.
-func (t *Tracker) forgetFrom(offset int64) {
+func (t *tracker) forgetFrom(offset int64) {
 	d := offset - t.base
 	if t.n == 0 || d <= 0 {
 		t.n = 0
@@ -71,11 +71,11 @@ func (t *Tracker) forgetFrom(offset int64) {
 
 // Epoch counts the resets so far; record it with each offset added, for
 // Stale.
-func (t *Tracker) Epoch() int { return len(t.resets) }
+func (t *tracker) Epoch() int { return len(t.resets) }
 
 // Stale reports whether the record at offset, added at epoch, was forgotten
 // by a later reset to an offset at or below it; its Done must be skipped.
-func (t *Tracker) Stale(epoch int, offset int64) bool {
+func (t *tracker) Stale(epoch int, offset int64) bool {
 	for _, o := range t.resets[epoch:] {
 		if o <= offset {
 			return true
@@ -87,12 +87,12 @@ func (t *Tracker) Stale(epoch int, offset int64) bool {
 // Skip records that the offsets below next hold nothing to do (a batch the
 // consumer skipped): once every pending offset is done, the watermark is at
 // least next.
-func (t *Tracker) Skip(next int64) {
+func (t *tracker) Skip(next int64) {
 	t.next = max(t.next, next)
 }
 
 // Done marks offset finished. Offsets not pending are ignored.
-func (t *Tracker) Done(offset int64) {
+func (t *tracker) Done(offset int64) {
 	d := offset - t.base
 	if d < 0 {
 		return
@@ -118,7 +118,7 @@ func (t *Tracker) Done(offset int64) {
 
 // Watermark returns the offset to commit, and false before any offset was
 // added.
-func (t *Tracker) Watermark() (int64, bool) {
+func (t *tracker) Watermark() (int64, bool) {
 	switch {
 	case t.next < 0:
 		return 0, false
@@ -129,4 +129,4 @@ func (t *Tracker) Watermark() (int64, bool) {
 }
 
 // Pending returns how many offsets are not done.
-func (t *Tracker) Pending() int { return t.n }
+func (t *tracker) Pending() int { return t.n }

@@ -1,4 +1,4 @@
-package offsets
+package consumer
 
 import (
 	"math/rand/v2"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestTracker(t *testing.T) {
-	tr := NewTracker()
+	tr := newTracker()
 	if _, ok := tr.Watermark(); ok {
 		t.Fatal("watermark before any offset")
 	}
@@ -35,7 +35,7 @@ func TestTracker(t *testing.T) {
 func TestTrackerRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
-		tr := NewTracker()
+		tr := newTracker()
 		pending := map[int64]bool{}
 		var offs []int64
 		next := int64(rng.IntN(1000))
@@ -66,7 +66,7 @@ func TestTrackerRandom(t *testing.T) {
 }
 
 func BenchmarkTracker(b *testing.B) {
-	tr := NewTracker()
+	tr := newTracker()
 	const lag = 4096 // one record held while thousands behind it finish
 	for i := 0; i < b.N; i++ {
 		tr.Add(int64(i))
@@ -99,7 +99,7 @@ func TestTrackerReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker()
+			tr := newTracker()
 			for _, o := range tt.add {
 				tr.Add(o)
 			}
@@ -128,7 +128,7 @@ func TestTrackerReset(t *testing.T) {
 }
 
 func TestTrackerSkip(t *testing.T) {
-	tr := NewTracker()
+	tr := newTracker()
 	tr.Add(10)
 	tr.Skip(20) // a batch 11..19 the consumer could not read
 	if got, _ := tr.Watermark(); got != 10 {
@@ -149,7 +149,7 @@ func TestTrackerSkip(t *testing.T) {
 func TestTrackerRandomResets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 50; round++ {
-		tr := NewTracker()
+		tr := newTracker()
 		pending := map[int64]bool{}
 		next := int64(rng.IntN(1000))
 		added := false
@@ -194,7 +194,7 @@ func TestTrackerRandomResets(t *testing.T) {
 }
 
 func TestTrackerStale(t *testing.T) {
-	tr := NewTracker()
+	tr := newTracker()
 	for o := int64(10); o < 20; o++ {
 		tr.Add(o)
 	}

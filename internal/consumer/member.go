@@ -1,0 +1,334 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/kafka"
+)
+
+// Defaults of Config.
+const (
+	// DefaultCommitInterval is the least time between two commits.
+	DefaultCommitInterval = 50 * time.Millisecond
+	// DefaultRevokeTimeout bounds how long a revoke waits for the work of
+	// the revoked partitions before it commits what is done.
+	DefaultRevokeTimeout = 5 * time.Second
+)
+
+// Config is how a Member joins its group and commits.
+type Config struct {
+	// Group names the group, its topics and the member's instance id and
+	// session timeout; Name and Topics are required.
+	Group kafka.Group
+	// Kafka are the connection options (brokers, TLS, SASL, client id).
+	Kafka []kgo.Opt
+	// Opts are the service's other client options (fetch and producer
+	// settings, hooks); the group's own options (Group.Opts) and the
+	// rebalance callbacks come first and must not be repeated here.
+	Opts []kgo.Opt
+	// CommitInterval is the least time between two commits; default
+	// DefaultCommitInterval.
+	CommitInterval time.Duration
+	// CommitTimeout bounds one commit; default DefaultCommitTimeout.
+	CommitTimeout time.Duration
+	// RevokeTimeout bounds Release at a revoke; default
+	// DefaultRevokeTimeout.
+	RevokeTimeout time.Duration
+	// Release lets go of the records the service took from partitions
+	// being revoked, or lost (lost true). For a revoke it returns once
+	// every record it took from them is done (Member.Done) or given up, or
+	// when deadline passes; the Member then commits their watermarks. For
+	// a loss nothing is committed, and it may return at once. It is called
+	// between polls (the group blocks rebalances while a poll's records
+	// are being taken), and also after the service has stopped (a
+	// rebalance during or after the stop); it must then return at once.
+	// Default: nothing to let go of.
+	Release func(parts map[string][]int32, lost bool, deadline time.Time)
+	// Clock times the commit interval; default the wall clock.
+	Clock clock.Clock
+	// Logger receives warnings about commits; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Member is a commit-safe member of a consumer group: it commits, for each
+// partition, only below the first record the service has not finished (the
+// contiguous watermark), soon after it advances, and at a revoke and at the
+// stop, always with a fresh bounded context. Create one with New, take each
+// record with Take and finish it with Done; Start commits in the
+// background, Close makes the last commit and leaves the group.
+//
+// Every commit, the periodic ones and those of a revoke, a loss and the
+// stop, is serialized by one lock held from the reading of the watermarks
+// to the commit's answer, so that a commit computed before a revoke never
+// lands after it (on a partition another member may already have moved
+// on).
+type Member struct {
+	cfg  Config
+	cl   *kgo.Client
+	log  *slog.Logger
+	comm *committer
+
+	mu    sync.Mutex // guards parts and every partition's tracker
+	parts map[tp]*partition
+
+	stopCommits context.CancelFunc
+	committing  sync.WaitGroup
+}
+
+// tp names a partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// partition is the commit state of one assigned partition: which of the
+// records taken from it are finished.
+type partition struct {
+	tp
+	track tracker
+}
+
+// Mark is a record taken from a partition, to finish with Member.Done. Its
+// zero value is no record: Done ignores it.
+type Mark struct {
+	p      *partition
+	offset int64
+	epoch  int // the tracker's epoch when the record was taken (see tracker.Stale)
+}
+
+// Offset returns the offset of the marked record.
+func (k Mark) Offset() int64 { return k.offset }
+
+// New returns a member of cfg.Group, not yet started.
+func New(cfg Config) (*Member, error) {
+	if cfg.Group.Name == "" || len(cfg.Group.Topics) == 0 {
+		return nil, errors.New("consumer: a group name and topics are required")
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = DefaultCommitInterval
+	}
+	if cfg.CommitTimeout <= 0 {
+		cfg.CommitTimeout = DefaultCommitTimeout
+	}
+	if cfg.RevokeTimeout <= 0 {
+		cfg.RevokeTimeout = DefaultRevokeTimeout
+	}
+	if cfg.Release == nil {
+		cfg.Release = func(map[string][]int32, bool, time.Time) {}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Member{cfg: cfg, log: cfg.Logger, parts: make(map[tp]*partition)}
+	opts := append([]kgo.Opt{
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) { m.Revoked(parts) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) { m.Lost(parts) }),
+	}, cfg.Kafka...)
+	cl, err := cfg.Group.NewClient(append(opts, cfg.Opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	m.cl = cl
+	m.comm = &committer{
+		Client: cl, Source: m.watermarks, Interval: cfg.CommitInterval, Timeout: cfg.CommitTimeout, Clock: cfg.Clock,
+		OnError: func(err error) { m.log.Warn("commit failed; retrying", "err", err) },
+	}
+	return m, nil
+}
+
+// Client returns the member's Kafka client: the service polls, produces
+// and pauses with it.
+func (m *Member) Client() *kgo.Client { return m.cl }
+
+// Start commits in the background, at most every CommitInterval after a
+// record is finished, until Close.
+func (m *Member) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopCommits = cancel
+	m.committing.Go(func() { m.comm.Run(ctx) })
+}
+
+// Close stops the background commits, commits what is finished with a fresh
+// context, and closes the client: a dynamic member leaves its group, and its
+// partitions are revoked (Release is called again; see Config.Release). A
+// static member then leaves its group explicitly, through a short-lived
+// client bounded by 5s, since closing its client does not: without it the
+// other members would take its partitions only after the session timeout.
+// Records finished after Close are never committed; the next owner reads
+// them again.
+func (m *Member) Close(ctx context.Context) {
+	if m.stopCommits != nil {
+		m.stopCommits()
+		m.committing.Wait()
+	}
+	if err := m.Commit(); err != nil {
+		m.log.Warn("final commit failed; the records after the last commit will be read again", "err", err)
+	}
+	m.cl.Close()
+	if id := m.cfg.Group.InstanceID; id != "" {
+		if err := kafka.LeaveGroup(ctx, m.cfg.Kafka, m.cfg.Group.Name, id); err != nil {
+			m.log.Warn("the other members take this member's partitions after the session timeout", "err", err)
+		}
+	}
+}
+
+// Commit commits the watermark of every partition now, with a fresh
+// context bounded by CommitTimeout, and returns the commit's error or the
+// first partition the broker refused. A failed commit loses nothing: the
+// records after the last committed offset are read again.
+func (m *Member) Commit() error { return m.comm.Do(m.watermarks) }
+
+// Take records that r was taken, and returns its mark, to finish with Done.
+// Offsets normally rise within a partition; an offset at or below one taken
+// before means the partition was reset to it (the log was truncated after a
+// leader change, or the consumer was moved back): what was taken before
+// from there up is forgotten, and Done ignores its marks.
+func (m *Member) Take(r *kgo.Record) Mark {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.take(r.Topic, r.Partition, r.Offset)
+}
+
+// TakeSkipped records that the poll skipped the batch b (too large to
+// decompress or malformed; see kafka.SkipBatch): its offsets hold nothing
+// to do besides what the returned mark stands for, typically one dead
+// letter naming the batch.
+func (m *Member) TakeSkipped(b *kgo.ErrDecompressTooLarge) Mark {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.take(b.Topic, b.Partition, b.Offset)
+	k.p.track.Skip(b.NextOffset)
+	return k
+}
+
+func (m *Member) take(topic string, id int32, offset int64) Mark {
+	k := tp{topic, id}
+	p, ok := m.parts[k]
+	if !ok {
+		p = &partition{tp: k, track: newTracker()}
+		m.parts[k] = p
+	}
+	if p.track.Add(offset) {
+		m.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", topic, "partition", id, "offset", offset)
+	}
+	return Mark{p: p, offset: offset, epoch: p.track.Epoch()}
+}
+
+// Done finishes the marked records: each is durably handled (its results
+// acknowledged by Kafka, or its close applied), and the watermark may move
+// past it. Marks of a partition revoked or reset since they were taken are
+// ignored.
+func (m *Member) Done(marks ...Mark) {
+	m.mu.Lock()
+	for _, k := range marks {
+		if k.p != nil && !k.p.track.Stale(k.epoch, k.offset) {
+			k.p.track.Done(k.offset)
+		}
+	}
+	m.mu.Unlock()
+	m.comm.Notify()
+}
+
+// Stale reports whether k's record was forgotten since it was taken: its
+// partition was reset below it, or revoked or lost. Its results, if any,
+// are for the next owner to produce again.
+func (m *Member) Stale(k Mark) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return k.p == nil || m.parts[k.p.tp] != k.p || k.p.track.Stale(k.epoch, k.offset)
+}
+
+// watermarks returns the watermark of every partition.
+func (m *Member) watermarks() commits {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(commits, 1)
+	for k, p := range m.parts {
+		out.add(k.topic, k.partition, &p.track)
+	}
+	return out
+}
+
+// forget drops parts and returns their watermarks.
+func (m *Member) forget(parts map[string][]int32) commits {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(commits, len(parts))
+	for topic, ps := range parts {
+		for _, id := range ps {
+			if p, ok := m.parts[tp{topic, id}]; ok {
+				out.add(topic, id, &p.track)
+				delete(m.parts, tp{topic, id})
+			}
+		}
+	}
+	return out
+}
+
+// Revoked lets the service finish or hand off what it took from the
+// revoked partitions, bounded by RevokeTimeout, then commits their
+// watermarks and forgets them. The commit lock is held throughout. The
+// client calls it at a revoke (between polls); a service's tests call it to
+// act out one.
+func (m *Member) Revoked(revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		return
+	}
+	err := m.comm.Do(func() commits {
+		m.cfg.Release(revoked, false, time.Now().Add(m.cfg.RevokeTimeout))
+		return m.forget(revoked)
+	})
+	if err != nil {
+		m.log.Warn("commit at revoke failed; the next owner reads the records after the last commit again", "err", err)
+	}
+}
+
+// Lost lets the service drop what it took from lost partitions and forgets
+// them: their offsets cannot be committed any more. The commit lock is
+// held, so that no commit computed before the loss lands after it. The
+// client calls it when the member lost its partitions (its session expired,
+// or it was fenced); a service's tests call it to act out one.
+func (m *Member) Lost(lost map[string][]int32) {
+	if len(lost) == 0 {
+		return
+	}
+	_ = m.comm.Do(func() commits {
+		m.cfg.Release(lost, true, time.Now().Add(m.cfg.RevokeTimeout))
+		m.forget(lost)
+		return nil
+	})
+}
+
+// FetchErrors handles a poll's errors: a batch too large to decompress, or
+// malformed, is skipped and handed to skipped (see TakeSkipped); the fencing
+// of the member's instance id by another member is returned, and the
+// service must stop; other errors are logged (a canceled poll's are not).
+func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooLarge)) error {
+	var fatal error
+	fs.EachError(func(topic string, partition int32, err error) {
+		switch tooLarge := kafka.SkipBatch(m.cl, err); {
+		case tooLarge != nil:
+			skipped(tooLarge)
+		case errors.Is(err, kerr.FencedInstanceID):
+			if fatal == nil {
+				fatal = fmt.Errorf("--instance-id %s: another member of group %s runs with this id: %w", m.cfg.Group.InstanceID, m.cfg.Group.Name, err)
+			}
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		default:
+			m.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
+		}
+	})
+	return fatal
+}

@@ -1,0 +1,309 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/kfaketest"
+	"github.com/hourglass/hourglass/internal/poll"
+)
+
+var cluster *kfake.Cluster
+
+// testTimeout bounds every wait on the broker.
+const testTimeout = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c })
+}
+
+var seq atomic.Int64
+
+// bundle is a member of a new group on a new one-partition topic holding n
+// records, which the member has taken, in offset order.
+type bundle struct {
+	m     *Member
+	adm   *kadm.Client
+	topic string
+	group string
+	marks []Mark
+	// released records each call of Release.
+	released chan release
+}
+
+type release struct {
+	parts    map[string][]int32
+	lost     bool
+	deadline time.Time
+}
+
+// setup starts a member with cfg (Group, Kafka and Release are set here;
+// release, if not nil, runs inside Release) and takes n records.
+func setup(t *testing.T, n int, cfg Config, onRelease func()) *bundle {
+	t.Helper()
+	id := seq.Add(1)
+	b := &bundle{topic: fmt.Sprintf("member.%s.%d", t.Name(), id), group: fmt.Sprintf("group.%d", id), released: make(chan release, 16)}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admCl.Close)
+	b.adm = kadm.NewClient(admCl)
+	ctx := testCtx(t)
+	if _, err := b.adm.CreateTopic(ctx, 1, 1, nil, b.topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := admCl.ProduceSync(ctx, &kgo.Record{Topic: b.topic, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Group.Name, cfg.Group.Topics = b.group, []string{b.topic}
+	cfg.Kafka = []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Release = func(parts map[string][]int32, lost bool, deadline time.Time) {
+		if onRelease != nil {
+			onRelease()
+		}
+		b.released <- release{parts, lost, deadline}
+	}
+	b.m, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.m.Client().Close() })
+	for len(b.marks) < n && ctx.Err() == nil {
+		fs := b.m.Client().PollRecords(ctx, n-len(b.marks))
+		fs.EachRecord(func(r *kgo.Record) { b.marks = append(b.marks, b.m.Take(r)) })
+		b.m.Client().AllowRebalance()
+	}
+	if len(b.marks) < n {
+		t.Fatalf("took %d of %d records", len(b.marks), n)
+	}
+	return b
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// committed returns the group's committed offset of the partition, -1 for
+// none.
+func (b *bundle) committed(t *testing.T) int64 {
+	t.Helper()
+	offs, err := b.adm.FetchOffsets(testCtx(t), b.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return -1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup(b.topic, 0); ok {
+		return o.At
+	}
+	return -1
+}
+
+func (b *bundle) waitCommitted(t *testing.T, want int64) {
+	t.Helper()
+	poll.Until(t, testTimeout, fmt.Sprintf("commit of offset %d", want),
+		func() bool { return b.committed(t) == want },
+		func() string { return fmt.Sprintf("committed %d", b.committed(t)) })
+}
+
+// TestCommitsContiguousWatermark: the member commits below the first
+// record not finished, whatever order records finish in, soon after the
+// watermark moves.
+func TestCommitsContiguousWatermark(t *testing.T) {
+	b := setup(t, 5, Config{}, nil)
+	b.m.Start()
+	b.m.Done(b.marks[3], b.marks[4])
+	b.m.Done(b.marks[0])
+	b.waitCommitted(t, 1)
+	b.m.Done(b.marks[1])
+	b.waitCommitted(t, 2)
+	b.m.Done(b.marks[2])
+	b.waitCommitted(t, 5)
+	b.m.Close(t.Context())
+}
+
+// TestCommitNothingTaken: a member that took nothing commits nothing.
+func TestCommitNothingTaken(t *testing.T) {
+	b := setup(t, 0, Config{}, nil)
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != -1 {
+		t.Fatalf("committed %d, want nothing", got)
+	}
+}
+
+// TestRevoke: a revoke asks the service to let go of the partition with a
+// deadline RevokeTimeout away, commits what is finished once it has, and
+// forgets the partition: marks finished afterwards are stale and move
+// nothing.
+func TestRevoke(t *testing.T) {
+	var b *bundle
+	b = setup(t, 4, Config{RevokeTimeout: 3 * time.Second}, func() {
+		b.m.Done(b.marks[0], b.marks[1]) // finished while letting go
+	})
+	start := time.Now()
+	b.m.Revoked(map[string][]int32{b.topic: {0}})
+	r := <-b.released
+	if r.lost || len(r.parts[b.topic]) != 1 {
+		t.Errorf("released %+v, want the revoked partition", r)
+	}
+	if d := r.deadline.Sub(start); d < 3*time.Second || d > 4*time.Second {
+		t.Errorf("release deadline %v after the revoke, want RevokeTimeout (3s)", d)
+	}
+	if got := b.committed(t); got != 2 {
+		t.Errorf("committed %d when the revoke returned, want 2", got)
+	}
+	if !b.m.Stale(b.marks[2]) {
+		t.Error("a mark of a revoked partition is not stale")
+	}
+	b.m.Done(b.marks[2], b.marks[3])
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != 2 {
+		t.Errorf("committed %d after finishing marks of the revoked partition, want 2", got)
+	}
+}
+
+// TestLost: a loss lets the service drop the partition's records and
+// commits nothing for it, then or later.
+func TestLost(t *testing.T) {
+	b := setup(t, 3, Config{}, nil)
+	b.m.Done(b.marks[0])
+	b.m.Lost(map[string][]int32{b.topic: {0}})
+	if r := <-b.released; !r.lost {
+		t.Errorf("released %+v, want lost", r)
+	}
+	b.m.Done(b.marks[1], b.marks[2])
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != -1 {
+		t.Errorf("committed %d for a lost partition, want nothing", got)
+	}
+}
+
+// TestRevokeHoldsCommits: no commit runs while a revoke lets go of its
+// partitions, so that none computed before the revoke lands after it.
+func TestRevokeHoldsCommits(t *testing.T) {
+	var (
+		b         *bundle
+		committed = make(chan error, 1)
+	)
+	b = setup(t, 2, Config{}, func() {
+		b.m.Done(b.marks[0])
+		go func() { committed <- b.m.Commit() }()
+		select {
+		case err := <-committed:
+			t.Errorf("a commit (%v) ran during the revoke's release", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+	b.m.Revoked(map[string][]int32{b.topic: {0}})
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the commit waiting for the revoke never ran")
+	}
+}
+
+// TestResetMakesMarksStale: an offset taken again (the partition was reset
+// below what was taken) makes the marks from there up stale; their Done
+// moves nothing, and the records taken again are the ones to finish.
+func TestResetMakesMarksStale(t *testing.T) {
+	b := setup(t, 4, Config{}, nil)
+	again := b.m.Take(&kgo.Record{Topic: b.topic, Partition: 0, Offset: 2})
+	if !b.m.Stale(b.marks[2]) || !b.m.Stale(b.marks[3]) || b.m.Stale(b.marks[1]) {
+		t.Fatal("after a reset to offset 2: want the marks of 2 and 3 stale, not 1")
+	}
+	b.m.Done(b.marks...)
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != 2 {
+		t.Errorf("committed %d, want 2 (offset 2 taken again and not finished)", got)
+	}
+	b.m.Done(again)
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != 3 {
+		t.Errorf("committed %d, want 3", got)
+	}
+}
+
+// TestSkippedBatch: a skipped batch is one mark whose Done moves the
+// watermark past the whole batch.
+func TestSkippedBatch(t *testing.T) {
+	b := setup(t, 1, Config{}, nil)
+	k := b.m.TakeSkipped(&kgo.ErrDecompressTooLarge{Topic: b.topic, Partition: 0, Offset: 1, NextOffset: 7})
+	b.m.Done(b.marks[0])
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != 1 {
+		t.Errorf("committed %d before the skipped batch is finished, want 1", got)
+	}
+	b.m.Done(k)
+	if err := b.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.committed(t); got != 7 {
+		t.Errorf("committed %d, want 7 (past the batch)", got)
+	}
+}
+
+// TestCloseStatic: Close commits what is finished and, for a static
+// member, leaves the group explicitly, so that no member is left holding
+// the partitions until the session timeout.
+func TestCloseStatic(t *testing.T) {
+	b := setup(t, 3, Config{Group: kafka.Group{InstanceID: "member-1"}}, nil)
+	b.m.Start()
+	b.m.Done(b.marks[0], b.marks[1])
+	b.m.Close(t.Context())
+	if got := b.committed(t); got != 2 {
+		t.Errorf("committed %d after Close, want 2", got)
+	}
+	groups, err := b.adm.DescribeGroups(testCtx(t), b.group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := groups[b.group]; len(g.Members) != 0 {
+		t.Errorf("group still has %d members after a static member's Close", len(g.Members))
+	}
+}
+
+// TestNewNeedsGroup: a member needs a group name and topics.
+func TestNewNeedsGroup(t *testing.T) {
+	if _, err := New(Config{Group: kafka.Group{Name: "g"}}); err == nil {
+		t.Error("New without topics: no error")
+	}
+	if _, err := New(Config{Group: kafka.Group{Topics: []string{"t"}}}); err == nil {
+		t.Error("New without a group name: no error")
+	}
+}
