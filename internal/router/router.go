@@ -111,27 +111,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		r.tierOf[tiers.Topic(cfg.Prefix, d)] = d
 		r.topicOf[d] = tiers.Topic(cfg.Prefix, d)
 	}
-	opts := []kgo.Opt{
-		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
-		// A due record leaves at once: lingering would add to every
-		// deadline's lateness. Records still batch while a produce request
-		// is in flight.
-		kgo.ProducerLinger(0),
-		// A resumed partition is fetched only when the fetch in flight
-		// returns; with every other partition paused or idle that takes
-		// FetchMaxWait (kgo's default is 5s), so keep it short.
-		kgo.FetchMaxWait(25 * time.Millisecond),
-		// Produces are acknowledged by all in-sync replicas, idempotent and
-		// retried without limit while the error is retriable (kgo's
-		// defaults): a broker outage stalls the router, it does not turn
-		// deadlines into dead letters. A record whose produce fails for good
-		// (unknown target topic, too large) goes to the dead-letter topic.
-		// The router bounds what is in flight per topic itself
-		// (MaxInFlightPerTarget) and produces with TryProduce, so the
-		// client's buffer limit is only a backstop that never blocks the
-		// loop; memory is bounded by the held-bytes limits.
-		kgo.MaxBufferedRecords(1 << 20),
-	}
+	opts := clientOpts(cfg)
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
@@ -293,4 +273,29 @@ func (r *Router) producing() int {
 		n += p.producing
 	}
 	return n
+}
+
+// clientOpts returns the router's fetch and producer settings.
+func clientOpts(cfg Config) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
+		// A due record leaves at once: lingering would add to every
+		// deadline's lateness. Records still batch while a produce request
+		// is in flight.
+		kgo.ProducerLinger(0),
+		// A resumed partition is fetched only when the fetch in flight
+		// returns; with every other partition paused or idle that takes
+		// FetchMaxWait (kgo's default is 5s), so keep it short.
+		kgo.FetchMaxWait(25 * time.Millisecond),
+		// Produces are acknowledged by all in-sync replicas, idempotent and
+		// retried without limit while the error is retriable (kgo's
+		// defaults): a broker outage stalls the router, it does not turn
+		// deadlines into dead letters. A record whose produce fails for good
+		// (unknown target topic, too large) goes to the dead-letter topic.
+		// The router bounds what is in flight per topic itself
+		// (MaxInFlightPerTarget) and produces with TryProduce, so the
+		// client's buffer limit is only a backstop that never blocks the
+		// loop; memory is bounded by the held-bytes limits.
+		kgo.MaxBufferedRecords(1 << 20),
+	}
 }
