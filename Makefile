@@ -50,6 +50,11 @@ bench-kill: build ## SIGKILL the router mid-run (PROCESS=canceller for the cance
 bench-hostile: build ## near-limit records and zstd bombs next to 2,000 orders/s; fails if the router passes 400 MB
 	$(BIN)/hourglass bench --orders 40000 --rate 2000 --hostile-rate 20 --bombs 10 --max-router-rss-mb 400
 
+.PHONY: bench-ab
+bench-ab: ## paired benchmark against BASE, alternating, with medians and ratios (BASE= required, PAIRS=3, ARGS="--orders 200000 --rate 50000 --delays mix")
+	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<commit> [PAIRS=3] [ARGS='bench flags']"; exit 2; }
+	$(GO) run ./scripts/benchab --base $(BASE) --pairs $(or $(PAIRS),3) -- $(or $(ARGS),--orders 200000 --rate 50000 --delays mix)
+
 .PHONY: bench-closes
 bench-closes: ## canceller closing 20,000 orders in Postgres with the sql closer, 50 in flight (JSON)
 	$(GO) test -run '^$$' -bench CancellerPostgres -benchtime 4x ./internal/e2e
