@@ -1,8 +1,8 @@
 package deploy
 
-// Tests of how secrets reach the pods: the refusal of secrets written into
-// the closers file, the outcome signing key, and extraEnv that would
-// override what the chart sets.
+// Tests of how secrets reach the pods: never as literal values, the
+// refusal of secrets written into the closers file, the outcome signing key,
+// and extraEnv that would override what the chart sets.
 
 import (
 	"reflect"
@@ -11,6 +11,26 @@ import (
 
 	"go.yaml.in/yaml/v3"
 )
+
+// checkNoSecretValues checks that passwords reach pods only as files or
+// Secret references, never as literal values.
+func checkNoSecretValues(t *testing.T, o object, ps podSpec) {
+	t.Helper()
+	for _, c := range ps.Containers {
+		for _, e := range c.Env {
+			upper := strings.ToUpper(e.Name)
+			if (strings.Contains(upper, "PASSWORD") || strings.Contains(upper, "SECRET") || strings.Contains(upper, "TOKEN") || strings.Contains(upper, "DSN")) &&
+				!strings.HasSuffix(upper, "_FILE") && e.Value != nil {
+				t.Errorf("%s container %s: %s has a literal value; it must come from a Secret", o, c.Name, e.Name)
+			}
+		}
+		for _, a := range c.Args {
+			if strings.Contains(a, "password") && !strings.Contains(a, "password-file") {
+				t.Errorf("%s container %s: argument %q carries a password", o, c.Name, a)
+			}
+		}
+	}
+}
 
 // TestChartInlineSecrets checks that a secret written inline ({value:
 // ...}) anywhere under canceller.closers fails the render with its key

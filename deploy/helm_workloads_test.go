@@ -2,117 +2,112 @@ package deploy
 
 // Tests of the chart's workloads: the router and the canceller as
 // StatefulSets with the pod name as their group instance id, their headless
-// Services, and the autoscalers, disruption budgets and ServiceMonitor that
-// point at them.
+// Services, the autoscalers, disruption budgets and ServiceMonitor that
+// point at them, probes, and grace periods above the shutdown timeouts.
 
 import (
-	"os"
-	"path/filepath"
+	"math"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 )
 
-// renderValues renders the chart with values given as YAML text (written
-// to a temporary file) and --set overrides.
-func renderValues(t *testing.T, values string, set ...string) ([]byte, error) {
+// checkServicePod checks a long-running component: probes on /healthz
+// (startup, liveness) and /readyz (readiness) on its http port, and a grace
+// period above its shutdown timeout.
+func checkServicePod(t *testing.T, o object, ps podSpec, configMaps map[string]object) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(path, []byte(values), 0o644); err != nil {
-		t.Fatal(err)
+	if len(ps.Containers) != 1 {
+		t.Fatalf("%s: %d containers, want 1", o, len(ps.Containers))
 	}
-	args := []string{"template", chartRelease, chartDir, "--namespace", chartNamespace, "--kube-version", chartKubeVersion, "--values", path}
-	for _, s := range set {
-		args = append(args, "--set", s)
+	c := ps.Containers[0]
+	hasHTTP := slices.ContainsFunc(c.Ports, func(p struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	}) bool {
+		return p.Name == "http"
+	})
+	if !hasHTTP {
+		t.Errorf("%s: no container port named http", o)
 	}
-	return helm(t, args...)
-}
+	for _, p := range []struct {
+		name  string
+		probe *probe
+		path  string
+	}{
+		{"startupProbe", c.StartupProbe, "/healthz"},
+		{"livenessProbe", c.LivenessProbe, "/healthz"},
+		{"readinessProbe", c.ReadinessProbe, "/readyz"},
+	} {
+		switch {
+		case p.probe == nil || p.probe.HTTPGet == nil:
+			t.Errorf("%s: no %s httpGet", o, p.name)
+		case p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port != "http":
+			t.Errorf("%s: %s is %s on %v, want %s on http", o, p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port, p.path)
+		}
+	}
 
-// mustRender renders like renderValues and fails the test on an error.
-func mustRender(t *testing.T, values string, set ...string) []object {
-	t.Helper()
-	out, err := renderValues(t, values, set...)
+	env := containerEnv(t, o, c, configMaps)
+	raw, ok := env["HOURGLASS_SHUTDOWN_TIMEOUT"]
+	if !ok {
+		t.Errorf("%s: no HOURGLASS_SHUTDOWN_TIMEOUT", o)
+		return
+	}
+	shutdown, err := time.ParseDuration(raw)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("%s: HOURGLASS_SHUTDOWN_TIMEOUT %q: %v", o, raw, err)
+		return
 	}
-	return parseManifests(t, out)
+	if ps.TerminationGracePeriodSeconds == nil {
+		t.Errorf("%s: no terminationGracePeriodSeconds (the default 30s is not tied to the shutdown timeout)", o)
+		return
+	}
+	grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
+	if grace <= shutdown {
+		t.Errorf("%s: terminationGracePeriodSeconds %v is not above the shutdown timeout %v", o, grace, shutdown)
+	}
 }
 
-// dig returns the value at a path of nested maps, or nil.
-func dig(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, k := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[k]
-	}
-	return cur
-}
-
-// labelSelector is a metav1.LabelSelector.
-type labelSelector struct {
-	MatchLabels      map[string]string `yaml:"matchLabels"`
-	MatchExpressions []struct {
-		Key      string   `yaml:"key"`
-		Operator string   `yaml:"operator"`
-		Values   []string `yaml:"values"`
-	} `yaml:"matchExpressions"`
-}
-
-// matches reports whether labels satisfy the selector, as the API does.
-func (s labelSelector) matches(labels map[string]string) bool {
-	for k, v := range s.MatchLabels {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	for _, e := range s.MatchExpressions {
-		v, ok := labels[e.Key]
-		switch e.Operator {
-		case "In":
-			if !ok || !slices.Contains(e.Values, v) {
-				return false
+// TestChartGracePeriod checks the computed terminationGracePeriodSeconds
+// against Go's own duration parser for shutdown timeouts in every unit.
+func TestChartGracePeriod(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		shutdown string
+		extra    int
+	}{
+		{shutdown: "20s", extra: 10},
+		{shutdown: "1m30s", extra: 10},
+		{shutdown: "500ms", extra: 10},
+		{shutdown: "2h", extra: 1},
+		{shutdown: "1.5s", extra: 5},
+		{shutdown: "45s", extra: 15},
+	} {
+		t.Run(tc.shutdown, func(t *testing.T) {
+			out, err := renderChart(t, "", "router.shutdownTimeout="+tc.shutdown, "terminationGraceExtraSeconds="+strconv.Itoa(tc.extra))
+			if err != nil {
+				t.Fatal(err)
 			}
-		case "NotIn":
-			if ok && slices.Contains(e.Values, v) {
-				return false
+			d, err := time.ParseDuration(tc.shutdown)
+			if err != nil {
+				t.Fatal(err)
 			}
-		case "Exists":
-			if !ok {
-				return false
+			want := int64(math.Ceil(d.Seconds())) + int64(tc.extra)
+			for _, o := range parseManifests(t, out) {
+				if o.Kind != "StatefulSet" || o.Metadata.Labels["app.kubernetes.io/component"] != "router" {
+					continue
+				}
+				ps, _ := podSpecOf(t, o)
+				if ps.TerminationGracePeriodSeconds == nil || *ps.TerminationGracePeriodSeconds != want {
+					t.Errorf("%s: terminationGracePeriodSeconds %v, want %d", o, ps.TerminationGracePeriodSeconds, want)
+				}
+				return
 			}
-		case "DoesNotExist":
-			if ok {
-				return false
-			}
-		default:
-			return false
-		}
+			t.Error("no router StatefulSet rendered")
+		})
 	}
-	return true
 }
-
-// selectorAt decodes the label selector at a path of an object.
-func selectorAt(t *testing.T, o object, path ...string) labelSelector {
-	t.Helper()
-	var s labelSelector
-	if v := dig(o.raw, path...); v != nil {
-		recode(t, v, &s)
-	}
-	return s
-}
-
-// podLabels returns the labels of a workload's pod template.
-func podLabels(t *testing.T, o object) map[string]string {
-	t.Helper()
-	var l map[string]string
-	recode(t, dig(o.raw, "spec", "template", "metadata", "labels"), &l)
-	return l
-}
-
-// component is the app.kubernetes.io/component label of an object.
-func component(o object) string { return o.Metadata.Labels["app.kubernetes.io/component"] }
 
 // TestChartStatefulSets checks, in every scenario, that the router and the
 // canceller are StatefulSets whose pods take their group instance id from

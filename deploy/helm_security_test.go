@@ -1,15 +1,69 @@
 package deploy
 
-// Tests of the NetworkPolicies: on by default, ingress to the http port from
-// the scrapers only.
+// Tests of the pods' security: the "restricted" Pod Security Standard, and
+// the NetworkPolicies (on by default, ingress to the http port from the
+// scrapers only).
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 )
+
+// checkPodSecurity checks the "restricted" Pod Security Standard and
+// resources on every container of a pod.
+func checkPodSecurity(t *testing.T, o object, ps podSpec) {
+	t.Helper()
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Errorf("%s: automountServiceAccountToken is not false", o)
+	}
+	pod := ps.SecurityContext
+	for _, c := range append(slices.Clone(ps.Containers), ps.InitContainers...) {
+		where := fmt.Sprintf("%s container %s", o, c.Name)
+		sc := c.SecurityContext
+		if sc == nil {
+			t.Errorf("%s: no securityContext", where)
+			continue
+		}
+		isTrue := func(b *bool) bool { return b != nil && *b }
+		if !isTrue(sc.RunAsNonRoot) && !isTrue(pod.RunAsNonRoot) {
+			t.Errorf("%s: runAsNonRoot is not true", where)
+		}
+		if uid := cmpOr(sc.RunAsUser, pod.RunAsUser); uid != nil && *uid == 0 {
+			t.Errorf("%s: runs as uid 0", where)
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("%s: allowPrivilegeEscalation is not false", where)
+		}
+		if isTrue(sc.Privileged) {
+			t.Errorf("%s: privileged", where)
+		}
+		if !isTrue(sc.ReadOnlyRootFilesystem) {
+			t.Errorf("%s: readOnlyRootFilesystem is not true", where)
+		}
+		if !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+			t.Errorf("%s: capabilities drop %v add %v, want drop [ALL] and no add", where, sc.Capabilities.Drop, sc.Capabilities.Add)
+		}
+		if sc.SeccompProfile.Type != "RuntimeDefault" && pod.SeccompProfile.Type != "RuntimeDefault" {
+			t.Errorf("%s: seccompProfile is not RuntimeDefault", where)
+		}
+		if len(c.Resources.Requests) == 0 || c.Resources.Limits["memory"] == nil {
+			t.Errorf("%s: resources %+v, want requests and a memory limit", where, c.Resources)
+		}
+	}
+}
+
+func cmpOr[T any](ps ...*T) *T {
+	for _, p := range ps {
+		if p != nil {
+			return p
+		}
+	}
+	return nil
+}
 
 // networkPolicy is the part of a NetworkPolicy the tests read.
 type networkPolicy struct {

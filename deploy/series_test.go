@@ -1,0 +1,215 @@
+package deploy
+
+// Tests that the series the rules and the dashboard use are the ones the
+// README documents.
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// series is what the README's Metrics section documents: name -> type
+// (counter, gauge, histogram; empty for the franz-go client series).
+type series map[string]string
+
+var (
+	backticked = regexp.MustCompile("`([^`]+)`")
+	tableRow   = regexp.MustCompile("^\\|\\s*`(hourglass_[a-z0-9_]+)`\\s*\\|\\s*([a-z]*)\\s*\\|")
+)
+
+// documentedSeries reads the series listed in the README's "## Metrics"
+// section: table rows "| `name` | type | ... |", and the franz-go row
+// "`hourglass_kafka_*`" whose suffixes are backticked on the same line.
+func documentedSeries(t *testing.T) series {
+	t.Helper()
+	b, err := os.ReadFile(readmeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "\n## Metrics\n")
+	if start < 0 {
+		t.Fatalf("%s: no \"## Metrics\" section", readmeFile)
+	}
+	section := text[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	docs := series{}
+	for line := range strings.SplitSeq(section, "\n") {
+		if m := tableRow.FindStringSubmatch(line); m != nil {
+			docs[m[1]] = m[2]
+			continue
+		}
+		if !strings.Contains(line, "`hourglass_kafka_*`") {
+			continue
+		}
+		for _, m := range backticked.FindAllStringSubmatch(line, -1) {
+			if s := m[1]; s != "hourglass_kafka_*" && s != "node_id" {
+				docs["hourglass_kafka_"+s] = ""
+			}
+		}
+	}
+	if len(docs) < 10 {
+		t.Fatalf("%s: found only %d series in the Metrics section (%v); has its layout changed?", readmeFile, len(docs), docs)
+	}
+	return docs
+}
+
+// check reports whether name is documented: as it is, or as the _bucket,
+// _count or _sum series of a documented histogram.
+func (s series) check(name string) bool {
+	if _, ok := s[name]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && s[base] == "histogram" {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// promQLString matches PromQL string literals, whose contents are not
+	// metric names (label values, label_replace arguments).
+	promQLString = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`")
+	// word matches a run of identifier characters; runs that start with a
+	// digit (durations such as 5m, subquery steps 15m:1m) are skipped.
+	word = regexp.MustCompile(`[a-zA-Z0-9_:]+`)
+)
+
+// metricNames returns the Hourglass metric names and recording-rule names
+// (those holding a ':') that a PromQL expression uses.
+func metricNames(expr string) []string {
+	expr = promQLString.ReplaceAllString(expr, `""`)
+	var names []string
+	for line := range strings.SplitSeq(expr, "\n") {
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i] // a comment; strings are gone, so no '#' is in one
+		}
+		for _, w := range word.FindAllString(line, -1) {
+			if w[0] >= '0' && w[0] <= '9' {
+				continue
+			}
+			if strings.HasPrefix(w, "hourglass_") || strings.Contains(w, ":") {
+				names = append(names, w)
+			}
+		}
+	}
+	return names
+}
+
+// proseNames returns the Hourglass series names an annotation mentions.
+func proseNames(text string) []string {
+	var names []string
+	for _, w := range word.FindAllString(text, -1) {
+		if strings.Contains(w, "hourglass_") {
+			names = append(names, w)
+		}
+	}
+	return names
+}
+
+// TestSeriesExist checks that every series the rules and the dashboard
+// query, or the alerts' annotations name, is one the README documents, and
+// that every recording rule used is defined in the rules file.
+func TestSeriesExist(t *testing.T) {
+	docs := documentedSeries(t)
+	rf := readRules(t)
+
+	recorded := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				recorded[r.Record] = true
+			}
+		}
+	}
+	checkName := func(where, name string) {
+		t.Helper()
+		if strings.Contains(name, ":") {
+			if !recorded[name] {
+				t.Errorf("%s: recording rule %s is not defined in %s", where, name, rulesFile)
+			}
+			return
+		}
+		if !docs.check(name) {
+			t.Errorf("%s: series %s is not documented in the Metrics section of %s", where, name, readmeFile)
+		}
+	}
+
+	used := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			where := rulesFile + ": " + r.Record + r.Alert
+			names := metricNames(r.Expr)
+			if len(names) == 0 {
+				t.Errorf("%s: expression uses no Hourglass series: %q", where, r.Expr)
+			}
+			for _, n := range names {
+				checkName(where, n)
+				used[n] = true
+			}
+			for k, v := range r.Annotations {
+				for _, n := range proseNames(v) {
+					checkName(where+" annotation "+k, n)
+				}
+			}
+		}
+	}
+
+	d := readDashboard(t)
+	targets := 0
+	for _, p := range allPanels(d.Panels) {
+		for _, tg := range p.Targets {
+			targets++
+			where := dashboardFile + ": panel " + p.Title
+			names := metricNames(tg.Expr)
+			if len(names) == 0 {
+				t.Errorf("%s: expression uses no Hourglass series: %q", where, tg.Expr)
+			}
+			for _, n := range names {
+				checkName(where, n)
+				used[n] = true
+			}
+		}
+	}
+	if targets == 0 {
+		t.Errorf("%s: no queries found", dashboardFile)
+	}
+	if len(used) < 10 {
+		t.Errorf("found only %d distinct names in the rules and the dashboard: %v", len(used), used)
+	}
+}
+
+func TestMetricNames(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		want []string
+	}{
+		{
+			expr: `sum by (kind) (rate(hourglass_canceller_closes_total{outcome="failed"}[5m]))`,
+			want: []string{"hourglass_canceller_closes_total"},
+		},
+		{
+			expr: `deriv(group:hourglass_consumer_lag_records:sum{group=~".*canceller.*"}[15m:1m]) > 0`,
+			want: []string{"group:hourglass_consumer_lag_records:sum"},
+		},
+		{
+			expr: `label_replace(increase(hourglass_router_early_forwards_total[$__rate_interval]), "s", "hourglass_x", "", "") # hourglass_y`,
+			want: []string{"hourglass_router_early_forwards_total"},
+		},
+		{
+			expr: "histogram_quantile(0.99, sum by (le) (rate(hourglass_router_forward_lateness_seconds_bucket[5m])))",
+			want: []string{"hourglass_router_forward_lateness_seconds_bucket"},
+		},
+	} {
+		if got := metricNames(tc.expr); !slices.Equal(got, tc.want) {
+			t.Errorf("metricNames(%q) = %v, want %v", tc.expr, got, tc.want)
+		}
+	}
+}
