@@ -76,12 +76,7 @@ func TestChartConfigAccepted(t *testing.T) {
 	for _, values := range chartScenarios {
 		t.Run(scenarioName(values), func(t *testing.T) {
 			objs := parseManifests(t, scenarioRender(t, values))
-			configMaps := map[string]object{}
-			for _, o := range objs {
-				if o.Kind == "ConfigMap" {
-					configMaps[o.Metadata.Name] = o
-				}
-			}
+			configMaps := configMapsOf(objs)
 			checked := 0
 			for _, o := range objs {
 				ps, ok := podSpecOf(t, o)
@@ -100,20 +95,7 @@ func TestChartConfigAccepted(t *testing.T) {
 						helps[command] = h
 					}
 					where := fmt.Sprintf("%s container %s (hourglass %s)", o, c.Name, command)
-					for _, a := range c.Args[1:] {
-						name, isFlag := strings.CutPrefix(a, "--")
-						name, _, _ = strings.Cut(name, "=")
-						if !isFlag || h.flags[name] {
-							continue
-						}
-						t.Errorf("%s: --%s is not a flag of hourglass %s", where, name, command)
-					}
-					env := containerEnv(t, o, c, configMaps)
-					for k := range env {
-						if strings.HasPrefix(k, "HOURGLASS_") && h.envToFlag[k] == "" {
-							t.Errorf("%s: %s is no flag's variable", where, k)
-						}
-					}
+					checkCommandLine(t, where, command, h, c.Args[1:], containerEnv(t, o, c, configMaps))
 					if slices.Contains(serviceCommands, command) && len(c.Args) == 1 {
 						checkConfig(t, where, bin, command, h, o, ps, c, configMaps, certPEM, keyPEM)
 						checked++
@@ -127,38 +109,31 @@ func TestChartConfigAccepted(t *testing.T) {
 	}
 }
 
+// checkCommandLine checks that every flag in args and every HOURGLASS_*
+// variable in env is one that hourglass <command> has.
+func checkCommandLine(t *testing.T, where, command string, h commandHelp, args []string, env map[string]string) {
+	t.Helper()
+	for _, a := range args {
+		name, isFlag := strings.CutPrefix(a, "--")
+		name, _, _ = strings.Cut(name, "=")
+		if !isFlag || h.flags[name] {
+			continue
+		}
+		t.Errorf("%s: --%s is not a flag of hourglass %s", where, name, command)
+	}
+	for k := range env {
+		if strings.HasPrefix(k, "HOURGLASS_") && h.envToFlag[k] == "" {
+			t.Errorf("%s: %s is no flag's variable", where, k)
+		}
+	}
+}
+
 // checkConfig runs `hourglass <command> --check-config` with a container's
 // environment and mounts, and checks that it is valid and that every
 // variable set took effect.
 func checkConfig(t *testing.T, where, bin, command string, h commandHelp, o object, ps podSpec, c ctr, configMaps map[string]object, certPEM, keyPEM []byte) {
 	t.Helper()
-	root := t.TempDir()
-	var mounts []string
-	for _, m := range c.VolumeMounts {
-		mounts = append(mounts, m.MountPath)
-	}
-	// One pass, longest mount first, so that a path already moved under
-	// root (itself under /tmp) is not moved again by the /tmp mount.
-	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) })
-	var pairs []string
-	for _, m := range mounts {
-		pairs = append(pairs, m+"/", filepath.Join(root, m)+"/")
-	}
-	remap := strings.NewReplacer(pairs...).Replace
-	fake := func(path string) []byte {
-		switch {
-		case strings.HasSuffix(path, ".key"):
-			return keyPEM
-		case strings.HasSuffix(path, ".crt"), strings.HasSuffix(path, ".pem"):
-			return certPEM
-		case filepath.Base(path) == "dsn":
-			return []byte("postgres://hourglass:test@127.0.0.1:5432/test\n")
-		}
-		// Long enough for every secret, the outcome signing key (16 bytes
-		// at least) too.
-		return []byte("test-secret-0123456789abcdef\n")
-	}
-
+	r := newConfigRoot(t, c, certPEM, keyPEM)
 	env := containerEnv(t, o, c, configMaps)
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -167,15 +142,68 @@ func checkConfig(t *testing.T, where, bin, command string, h commandHelp, o obje
 	}
 	var pathRefs []string // every mounted path the configuration names
 	for k, v := range env {
-		env[k] = remap(v)
+		env[k] = r.remap(v)
 		pathRefs = append(pathRefs, v)
 	}
+	pathRefs = append(pathRefs, r.writeVolumes(t, where, c, ps, configMaps)...)
+	r.writeNamedFiles(t, pathRefs)
+	runCheckConfig(t, where, bin, command, h, r.dir, env)
+}
+
+// configRoot is a temporary directory that stands for / to a container:
+// its mounts are laid out under it, and the paths of its configuration
+// are remapped into it.
+type configRoot struct {
+	dir             string
+	mounts          []string // the container's mount paths, longest first
+	remap           func(string) string
+	certPEM, keyPEM []byte
+}
+
+func newConfigRoot(t *testing.T, c ctr, certPEM, keyPEM []byte) configRoot {
+	t.Helper()
+	r := configRoot{dir: t.TempDir(), certPEM: certPEM, keyPEM: keyPEM}
+	for _, m := range c.VolumeMounts {
+		r.mounts = append(r.mounts, m.MountPath)
+	}
+	// One pass, longest mount first, so that a path already moved under
+	// root (itself under /tmp) is not moved again by the /tmp mount.
+	slices.SortFunc(r.mounts, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, m := range r.mounts {
+		pairs = append(pairs, m+"/", filepath.Join(r.dir, m)+"/")
+	}
+	r.remap = strings.NewReplacer(pairs...).Replace
+	return r
+}
+
+// fake returns test content for a mounted secret file, by its name.
+func (r configRoot) fake(path string) []byte {
+	switch {
+	case strings.HasSuffix(path, ".key"):
+		return r.keyPEM
+	case strings.HasSuffix(path, ".crt"), strings.HasSuffix(path, ".pem"):
+		return r.certPEM
+	case filepath.Base(path) == "dsn":
+		return []byte("postgres://hourglass:test@127.0.0.1:5432/test\n")
+	}
+	// Long enough for every secret, the outcome signing key (16 bytes
+	// at least) too.
+	return []byte("test-secret-0123456789abcdef\n")
+}
+
+// writeVolumes lays out a container's mounted ConfigMaps, with the paths
+// in them remapped, and the items of its mounted Secrets. It returns the
+// ConfigMaps' contents, which may name mounted files.
+func (r configRoot) writeVolumes(t *testing.T, where string, c ctr, ps podSpec, configMaps map[string]object) []string {
+	t.Helper()
+	var pathRefs []string
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(ps.Volumes, func(v podVol) bool { return v.Name == m.Name })
 		if i < 0 {
 			t.Fatalf("%s: volume %s is mounted but not defined", where, m.Name)
 		}
-		dir := filepath.Join(root, m.MountPath)
+		dir := filepath.Join(r.dir, m.MountPath)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -188,25 +216,37 @@ func checkConfig(t *testing.T, where, bin, command string, h commandHelp, o obje
 			}
 			for name, data := range cm.Data {
 				pathRefs = append(pathRefs, data)
-				writeFile(t, filepath.Join(dir, name), []byte(remap(data)))
+				writeFile(t, filepath.Join(dir, name), []byte(r.remap(data)))
 			}
 		case v.Secret != nil:
 			for _, it := range v.Secret.Items {
-				writeFile(t, filepath.Join(dir, it.Path), fake(it.Path))
+				writeFile(t, filepath.Join(dir, it.Path), r.fake(it.Path))
 			}
 		}
 	}
-	// Files of Secrets mounted whole: the ones the configuration names.
-	for _, m := range mounts {
+	return pathRefs
+}
+
+// writeNamedFiles writes the files of Secrets mounted whole: those under a
+// mount that pathRefs name and that are not there yet.
+func (r configRoot) writeNamedFiles(t *testing.T, pathRefs []string) {
+	t.Helper()
+	for _, m := range r.mounts {
 		for _, ref := range pathRefs {
 			for _, p := range regexp.MustCompile(regexp.QuoteMeta(m)+`/[A-Za-z0-9._/-]+`).FindAllString(ref, -1) {
-				if _, err := os.Stat(filepath.Join(root, p)); errors.Is(err, os.ErrNotExist) {
-					writeFile(t, filepath.Join(root, p), fake(p))
+				if _, err := os.Stat(filepath.Join(r.dir, p)); errors.Is(err, os.ErrNotExist) {
+					writeFile(t, filepath.Join(r.dir, p), r.fake(p))
 				}
 			}
 		}
 	}
+}
 
+// runCheckConfig runs `hourglass <command> --check-config` with only env
+// (and HOME and TMPDIR in root), and checks that it accepts the
+// configuration and that every variable of a flag set that flag.
+func runCheckConfig(t *testing.T, where, bin, command string, h commandHelp, root string, env map[string]string) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), bin, command, "--check-config")
 	cmd.Env = []string{"HOME=" + root, "TMPDIR=" + root}
 	for k, v := range env {
@@ -231,6 +271,7 @@ func checkConfig(t *testing.T, where, bin, command string, h commandHelp, o obje
 	}
 }
 
+// writeFile writes a file, making its directory.
 func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -46,45 +46,14 @@ func TestChartRouterMemory(t *testing.T) {
 		t.Run(scenarioName(values), func(t *testing.T) {
 			t.Parallel()
 			objs := parseManifests(t, scenarioRender(t, values))
-			configMaps := map[string]object{}
-			for _, o := range objs {
-				if o.Kind == "ConfigMap" {
-					configMaps[o.Metadata.Name] = o
-				}
-			}
+			configMaps := configMapsOf(objs)
 			for _, o := range objs {
 				ps, ok := podSpecOf(t, o)
 				if !ok || (o.Kind != "StatefulSet" && o.Kind != "Deployment") {
 					continue
 				}
 				c := ps.Containers[0]
-				env := containerEnv(t, o, c, configMaps)
-				limit := quantityBytes(t, c.Resources.Limits["memory"])
-				soft, err := strconv.ParseFloat(env["GOMEMLIMIT"], 64)
-				if err != nil {
-					t.Errorf("%s: GOMEMLIMIT %q: %v", o, env["GOMEMLIMIT"], err)
-					continue
-				}
-				if r := soft / limit; r < 0.85 || r > 0.9 {
-					t.Errorf("%s: GOMEMLIMIT %.0f is %.1f%% of the memory limit %.0f, want 85-90%%", o, soft, 100*r, limit)
-				}
-				if component(o) != "router" {
-					continue
-				}
-				num := func(k string) float64 {
-					n, err := strconv.ParseFloat(env[k], 64)
-					if err != nil {
-						t.Fatalf("%s: %s %q: %v", o, k, env[k], err)
-					}
-					return n
-				}
-				parts := float64(len(strings.Split(env["HOURGLASS_TIERS"], ","))) * num("HOURGLASS_PARTITIONS")
-				need := parts*(num("HOURGLASS_MAX_HELD_BYTES_PER_PARTITION")+num("HOURGLASS_FETCH_PARTITION_BYTES")) +
-					num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
-				t.Logf("%s: %.0f partitions need up to %.0f MiB; GOMEMLIMIT %.0f MiB, limit %.0f MiB", o, parts, need/(1<<20), soft/(1<<20), limit/(1<<20))
-				if need > soft {
-					t.Errorf("%s: a router owning all %.0f partitions may hold %.0f MiB, above GOMEMLIMIT %.0f MiB", o, parts, need/(1<<20), soft/(1<<20))
-				}
+				checkMemoryLimit(t, o, c, containerEnv(t, o, c, configMaps))
 			}
 		})
 	}
@@ -100,6 +69,38 @@ func TestChartRouterMemory(t *testing.T) {
 	}
 	if _, err := renderChart(t, "", "topics.partitions=40", "router.resources.limits.memory=1Gi"); err != nil {
 		t.Errorf("40 partitions with a 1Gi limit: %v", err)
+	}
+}
+
+// checkMemoryLimit checks a service's GOMEMLIMIT against its container's
+// memory limit, and for the router, its byte limits against GOMEMLIMIT.
+func checkMemoryLimit(t *testing.T, o object, c ctr, env map[string]string) {
+	t.Helper()
+	limit := quantityBytes(t, c.Resources.Limits["memory"])
+	soft, err := strconv.ParseFloat(env["GOMEMLIMIT"], 64)
+	if err != nil {
+		t.Errorf("%s: GOMEMLIMIT %q: %v", o, env["GOMEMLIMIT"], err)
+		return
+	}
+	if r := soft / limit; r < 0.85 || r > 0.9 {
+		t.Errorf("%s: GOMEMLIMIT %.0f is %.1f%% of the memory limit %.0f, want 85-90%%", o, soft, 100*r, limit)
+	}
+	if component(o) != "router" {
+		return
+	}
+	num := func(k string) float64 {
+		n, err := strconv.ParseFloat(env[k], 64)
+		if err != nil {
+			t.Fatalf("%s: %s %q: %v", o, k, env[k], err)
+		}
+		return n
+	}
+	parts := float64(len(strings.Split(env["HOURGLASS_TIERS"], ","))) * num("HOURGLASS_PARTITIONS")
+	need := parts*(num("HOURGLASS_MAX_HELD_BYTES_PER_PARTITION")+num("HOURGLASS_FETCH_PARTITION_BYTES")) +
+		num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
+	t.Logf("%s: %.0f partitions need up to %.0f MiB; GOMEMLIMIT %.0f MiB, limit %.0f MiB", o, parts, need/(1<<20), soft/(1<<20), limit/(1<<20))
+	if need > soft {
+		t.Errorf("%s: a router owning all %.0f partitions may hold %.0f MiB, above GOMEMLIMIT %.0f MiB", o, parts, need/(1<<20), soft/(1<<20))
 	}
 }
 

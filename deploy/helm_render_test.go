@@ -78,12 +78,7 @@ func TestChartRender(t *testing.T) {
 				t.Errorf("kubeconform validated %d of %d objects (summary %+v)", res.Summary.Valid, len(objs), res.Summary)
 			}
 
-			configMaps := map[string]object{}
-			for _, o := range objs {
-				if o.Kind == "ConfigMap" {
-					configMaps[o.Metadata.Name] = o
-				}
-			}
+			configMaps := configMapsOf(objs)
 			pods := 0
 			for _, o := range objs {
 				switch o.Kind {
@@ -110,19 +105,16 @@ func TestChartRender(t *testing.T) {
 	}
 }
 
-// TestKubeconformStrict checks that the validation the chart tests rely on
-// rejects what it should: an unknown field, a wrong type, an unknown field
-// of a custom resource, and a kind it has no schema for.
-func TestKubeconformStrict(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		manifest string
-		want     string
-	}{
-		{
-			name: "unknown field",
-			manifest: `apiVersion: apps/v1
+// kubeconformRejects are manifests the validation must reject, and a part
+// of its complaint.
+var kubeconformRejects = []struct {
+	name     string
+	manifest string
+	want     string
+}{
+	{
+		name: "unknown field",
+		manifest: `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: x}
 spec:
@@ -135,38 +127,45 @@ spec:
           image: x
           securityContext: {runAsNonRot: true}
 `,
-			want: "runAsNonRot",
-		},
-		{
-			name: "wrong type",
-			manifest: `apiVersion: v1
+		want: "runAsNonRot",
+	},
+	{
+		name: "wrong type",
+		manifest: `apiVersion: v1
 kind: Service
 metadata: {name: x}
 spec:
   ports: [{port: http}]
 `,
-			want: "/spec/ports/0/port",
-		},
-		{
-			name: "custom resource field",
-			manifest: `apiVersion: monitoring.coreos.com/v1
+		want: "/spec/ports/0/port",
+	},
+	{
+		name: "custom resource field",
+		manifest: `apiVersion: monitoring.coreos.com/v1
 kind: ServiceMonitor
 metadata: {name: x}
 spec:
   selector: {}
   endpoints: [{port: http, intervall: 30s}]
 `,
-			want: "intervall",
-		},
-		{
-			name: "kind without a schema",
-			manifest: `apiVersion: example.com/v1
+		want: "intervall",
+	},
+	{
+		name: "kind without a schema",
+		manifest: `apiVersion: example.com/v1
 kind: Widget
 metadata: {name: x}
 `,
-			want: "could not find schema",
-		},
-	} {
+		want: "could not find schema",
+	},
+}
+
+// TestKubeconformStrict checks that the validation the chart tests rely on
+// rejects what it should: an unknown field, a wrong type, an unknown field
+// of a custom resource, and a kind it has no schema for.
+func TestKubeconformStrict(t *testing.T) {
+	t.Parallel()
+	for _, tc := range kubeconformRejects {
 		t.Run(tc.name, func(t *testing.T) {
 			_, problems := kubeconform(t, []byte(tc.manifest))
 			if len(problems) == 0 {

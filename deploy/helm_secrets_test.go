@@ -73,47 +73,56 @@ func TestChartInlineSecrets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var closers any
-			if err := yaml.Unmarshal([]byte(tc.closers), &closers); err != nil {
-				t.Fatal(err)
-			}
-			values, err := yaml.Marshal(map[string]any{"canceller": map[string]any{"closers": closers}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := renderValues(t, string(values))
-			if tc.refused == "" {
-				if err != nil {
+			checkClosersRender(t, tc.closers, tc.refused, secret)
+		})
+	}
+}
+
+// checkClosersRender renders closersYAML under canceller.closers. With
+// refused "", it must render, and the closers file carry the closers as
+// they were; else the render must fail naming refused, without printing
+// secret.
+func checkClosersRender(t *testing.T, closersYAML, refused, secret string) {
+	t.Helper()
+	var closers any
+	if err := yaml.Unmarshal([]byte(closersYAML), &closers); err != nil {
+		t.Fatal(err)
+	}
+	values, err := yaml.Marshal(map[string]any{"canceller": map[string]any{"closers": closers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := renderValues(t, string(values))
+	if refused == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The closers file carries the references as they were.
+		for _, o := range parseManifests(t, out) {
+			if o.Kind == "ConfigMap" && component(o) == "closers" {
+				var file struct {
+					Closers any `yaml:"closers"`
+				}
+				if err := yaml.Unmarshal([]byte(o.Data["closers.yaml"]), &file); err != nil {
 					t.Fatal(err)
 				}
-				// The closers file carries the references as they were.
-				for _, o := range parseManifests(t, out) {
-					if o.Kind == "ConfigMap" && component(o) == "closers" {
-						var file struct {
-							Closers any `yaml:"closers"`
-						}
-						if err := yaml.Unmarshal([]byte(o.Data["closers.yaml"]), &file); err != nil {
-							t.Fatal(err)
-						}
-						if !reflect.DeepEqual(file.Closers, closers) {
-							t.Errorf("closers.yaml holds %v, want %v", file.Closers, closers)
-						}
-						return
-					}
+				if !reflect.DeepEqual(file.Closers, closers) {
+					t.Errorf("closers.yaml holds %v, want %v", file.Closers, closers)
 				}
-				t.Error("no closers ConfigMap rendered")
 				return
 			}
-			if err == nil {
-				t.Fatalf("rendered; want %s refused", tc.refused)
-			}
-			if !strings.Contains(err.Error(), tc.refused+": inline {value: ...} secrets are refused") {
-				t.Errorf("error does not name %s:\n%v", tc.refused, err)
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Errorf("the error prints the secret:\n%v", err)
-			}
-		})
+		}
+		t.Error("no closers ConfigMap rendered")
+		return
+	}
+	if err == nil {
+		t.Fatalf("rendered; want %s refused", refused)
+	}
+	if !strings.Contains(err.Error(), refused+": inline {value: ...} secrets are refused") {
+		t.Errorf("error does not name %s:\n%v", refused, err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the error prints the secret:\n%v", err)
 	}
 }
 
@@ -123,53 +132,10 @@ func TestChartInlineSecrets(t *testing.T) {
 // read-only, and nothing else gets it.
 func TestChartOutcomesKey(t *testing.T) {
 	t.Parallel()
-	const volume = "outcomes-key"
-	type found struct {
-		file, secret, key string
-	}
-	keyOf := func(t *testing.T, objs []object) map[string]found {
-		t.Helper()
-		out := map[string]found{}
-		for _, o := range objs {
-			ps, ok := podSpecOf(t, o)
-			if !ok {
-				continue
-			}
-			for _, c := range ps.Containers {
-				var f found
-				for _, e := range c.Env {
-					if e.Name == "HOURGLASS_OUTCOMES_KEY_FILE" && e.Value != nil {
-						f.file = *e.Value
-					}
-				}
-				for _, m := range c.VolumeMounts {
-					if m.Name != volume {
-						continue
-					}
-					if !m.ReadOnly {
-						t.Errorf("%s: %s is mounted writable", o, volume)
-					}
-					if f.file != "" && !strings.HasPrefix(f.file, m.MountPath+"/") {
-						t.Errorf("%s: HOURGLASS_OUTCOMES_KEY_FILE %s is not in the mount %s", o, f.file, m.MountPath)
-					}
-					for _, v := range ps.Volumes {
-						if v.Name == volume && v.Secret != nil && len(v.Secret.Items) == 1 {
-							f.secret, f.key = v.Secret.SecretName, v.Secret.Items[0].Key
-						}
-					}
-				}
-				if f != (found{}) {
-					out[o.Kind+"/"+c.Name] = f
-				}
-			}
-		}
-		return out
-	}
-
-	if got := keyOf(t, mustRender(t, "recorder: {enabled: true}")); len(got) > 0 {
+	if got := outcomesKeyMounts(t, mustRender(t, "recorder: {enabled: true}")); len(got) > 0 {
 		t.Errorf("defaults: the signing key reaches %v", got)
 	}
-	got := keyOf(t, mustRender(t, `
+	got := outcomesKeyMounts(t, mustRender(t, `
 recorder: {enabled: true}
 reconcile: {enabled: true}
 canceller:
@@ -177,7 +143,7 @@ canceller:
     order-timeout: {sql: {driver: postgres, dsn: {env: DSN}, reconcile: {deadline: 30m}}}
 outcomesKey: {existingSecret: hmac-secret, key: hmac}
 `))
-	want := found{file: "/etc/hourglass/outcomes-key/key", secret: "hmac-secret", key: "hmac"}
+	want := outcomesKey{file: "/etc/hourglass/outcomes-key/key", secret: "hmac-secret", key: "hmac"}
 	if len(got) != 2 || got["StatefulSet/canceller"] != want || got["Deployment/recorder"] != want {
 		t.Errorf("signing key in %v, want %+v in the canceller StatefulSet and the recorder Deployment only", got, want)
 	}
@@ -186,6 +152,63 @@ outcomesKey: {existingSecret: hmac-secret, key: hmac}
 	if err == nil || !strings.Contains(err.Error(), "outcomesKey.key is empty") {
 		t.Errorf("outcomesKey without a key: %v", err)
 	}
+}
+
+// outcomesKeyVolume is the volume of the outcome signing key.
+const outcomesKeyVolume = "outcomes-key"
+
+// outcomesKey is where a container finds the outcome signing key.
+type outcomesKey struct {
+	file, secret, key string // HOURGLASS_OUTCOMES_KEY_FILE, the Secret and its key
+}
+
+// outcomesKeyMounts returns the containers that get the outcome signing
+// key ("Kind/container"), and checks that it is mounted read-only and that
+// HOURGLASS_OUTCOMES_KEY_FILE is in the mount.
+func outcomesKeyMounts(t *testing.T, objs []object) map[string]outcomesKey {
+	t.Helper()
+	out := map[string]outcomesKey{}
+	for _, o := range objs {
+		ps, ok := podSpecOf(t, o)
+		if !ok {
+			continue
+		}
+		for _, c := range ps.Containers {
+			if f := outcomesKeyOf(t, o, ps, c); f != (outcomesKey{}) {
+				out[o.Kind+"/"+c.Name] = f
+			}
+		}
+	}
+	return out
+}
+
+// outcomesKeyOf returns where a container finds the outcome signing key,
+// zero for nowhere.
+func outcomesKeyOf(t *testing.T, o object, ps podSpec, c ctr) outcomesKey {
+	t.Helper()
+	var f outcomesKey
+	for _, e := range c.Env {
+		if e.Name == "HOURGLASS_OUTCOMES_KEY_FILE" && e.Value != nil {
+			f.file = *e.Value
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name != outcomesKeyVolume {
+			continue
+		}
+		if !m.ReadOnly {
+			t.Errorf("%s: %s is mounted writable", o, outcomesKeyVolume)
+		}
+		if f.file != "" && !strings.HasPrefix(f.file, m.MountPath+"/") {
+			t.Errorf("%s: HOURGLASS_OUTCOMES_KEY_FILE %s is not in the mount %s", o, f.file, m.MountPath)
+		}
+		for _, v := range ps.Volumes {
+			if v.Name == outcomesKeyVolume && v.Secret != nil && len(v.Secret.Items) == 1 {
+				f.secret, f.key = v.Secret.SecretName, v.Secret.Items[0].Key
+			}
+		}
+	}
+	return f
 }
 
 // TestChartExtraEnvRefused checks that extraEnv cannot override what the

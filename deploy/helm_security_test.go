@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -106,25 +107,25 @@ func yamlValue(t *testing.T, s string) any {
 	return v
 }
 
-// TestChartNetworkPolicy checks the NetworkPolicies: rendered by default,
-// one per component, selecting its pods, allowing ingress only to the http
-// port and only from networkPolicy.metricsFrom (by default Prometheus pods
-// in any namespace), and every egress; the scrapers are configurable, an
-// empty list allows no ingress, and the policies can be turned off.
-func TestChartNetworkPolicy(t *testing.T) {
-	t.Parallel()
+// networkPolicyCase is values TestChartNetworkPolicy renders and the
+// NetworkPolicies they must give.
+type networkPolicyCase struct {
+	name       string
+	values     string
+	components []string
+	peers      any  // nil: no ingress rule at all
+	allEgress  bool // egress [{}]
+}
+
+// networkPolicyCases are the cases of TestChartNetworkPolicy.
+func networkPolicyCases(t *testing.T) []networkPolicyCase {
+	t.Helper()
 	defaultPeers := yamlValue(t, `
 - namespaceSelector: {}
   podSelector:
     matchLabels: {app.kubernetes.io/name: prometheus}
 `)
-	for _, tc := range []struct {
-		name       string
-		values     string
-		components []string
-		peers      any  // nil: no ingress rule at all
-		allEgress  bool // egress [{}]
-	}{
+	return []networkPolicyCase{
 		{
 			name:       "defaults",
 			components: []string{"router", "canceller"},
@@ -176,18 +177,22 @@ networkPolicy:
 			name:   "off",
 			values: "networkPolicy: {enabled: false}",
 		},
-	} {
+	}
+}
+
+// TestChartNetworkPolicy checks the NetworkPolicies: rendered by default,
+// one per component, selecting its pods, allowing ingress only to the http
+// port and only from networkPolicy.metricsFrom (by default Prometheus pods
+// in any namespace), and every egress; the scrapers are configurable, an
+// empty list allows no ingress, and the policies can be turned off.
+func TestChartNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range networkPolicyCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			objs := mustRender(t, tc.values)
 			got := policies(t, objs)
-			if names := slices.Sorted(func(yield func(string) bool) {
-				for k := range got {
-					if !yield(k) {
-						return
-					}
-				}
-			}); !slices.Equal(names, slices.Sorted(slices.Values(tc.components))) {
+			if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, slices.Sorted(slices.Values(tc.components))) {
 				t.Fatalf("NetworkPolicies of %v, want %v", names, tc.components)
 			}
 			for _, o := range objs {
@@ -195,45 +200,46 @@ networkPolicy:
 				if !ok || (o.Kind != "StatefulSet" && o.Kind != "Deployment") {
 					continue
 				}
-				where := "NetworkPolicy of the " + component(o)
-				if !np.Spec.PodSelector.matches(podLabels(t, o)) {
-					t.Errorf("%s: podSelector does not select %s's pods", where, o)
-				}
-				if !slices.Equal(np.Spec.PolicyTypes, []string{"Ingress", "Egress"}) {
-					t.Errorf("%s: policyTypes %v, want [Ingress Egress]", where, np.Spec.PolicyTypes)
-				}
-				if tc.peers == nil {
-					if len(np.Spec.Ingress) != 0 {
-						t.Errorf("%s: %d ingress rules, want none (no ingress)", where, len(np.Spec.Ingress))
-					}
-				} else {
-					if len(np.Spec.Ingress) != 1 {
-						t.Fatalf("%s: %d ingress rules, want 1", where, len(np.Spec.Ingress))
-					}
-					in := np.Spec.Ingress[0]
-					if len(in.Ports) != 1 || in.Ports[0].Port != "http" || in.Ports[0].Protocol != "TCP" {
-						t.Errorf("%s: ingress ports %+v, want only the http port", where, in.Ports)
-					}
-					ps, _ := podSpecOf(t, o)
-					if !slices.ContainsFunc(ps.Containers[0].Ports, func(p struct {
-						Name          string `yaml:"name"`
-						ContainerPort int    `yaml:"containerPort"`
-					}) bool {
-						return p.Name == "http"
-					}) {
-						t.Errorf("%s: %s has no container port named http", where, o)
-					}
-					var from any
-					recode(t, in.From, &from)
-					if len(in.From) == 0 || !reflect.DeepEqual(from, tc.peers) {
-						t.Errorf("%s: ingress from %v, want %v", where, from, tc.peers)
-					}
-				}
-				allOpen := len(np.Spec.Egress) == 1 && len(np.Spec.Egress[0]) == 0
-				if allOpen != tc.allEgress {
-					t.Errorf("%s: egress %v; all egress allowed: %v, want %v", where, np.Spec.Egress, allOpen, tc.allEgress)
-				}
+				checkNetworkPolicy(t, o, np, tc)
 			}
 		})
+	}
+}
+
+// checkNetworkPolicy checks the NetworkPolicy of a workload's component.
+func checkNetworkPolicy(t *testing.T, o object, np networkPolicy, tc networkPolicyCase) {
+	t.Helper()
+	where := "NetworkPolicy of the " + component(o)
+	if !np.Spec.PodSelector.matches(podLabels(t, o)) {
+		t.Errorf("%s: podSelector does not select %s's pods", where, o)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []string{"Ingress", "Egress"}) {
+		t.Errorf("%s: policyTypes %v, want [Ingress Egress]", where, np.Spec.PolicyTypes)
+	}
+	if tc.peers == nil {
+		if len(np.Spec.Ingress) != 0 {
+			t.Errorf("%s: %d ingress rules, want none (no ingress)", where, len(np.Spec.Ingress))
+		}
+	} else {
+		if len(np.Spec.Ingress) != 1 {
+			t.Fatalf("%s: %d ingress rules, want 1", where, len(np.Spec.Ingress))
+		}
+		in := np.Spec.Ingress[0]
+		if len(in.Ports) != 1 || in.Ports[0].Port != "http" || in.Ports[0].Protocol != "TCP" {
+			t.Errorf("%s: ingress ports %+v, want only the http port", where, in.Ports)
+		}
+		ps, _ := podSpecOf(t, o)
+		if !hasPort(ps.Containers[0], "http") {
+			t.Errorf("%s: %s has no container port named http", where, o)
+		}
+		var from any
+		recode(t, in.From, &from)
+		if len(in.From) == 0 || !reflect.DeepEqual(from, tc.peers) {
+			t.Errorf("%s: ingress from %v, want %v", where, from, tc.peers)
+		}
+	}
+	allOpen := len(np.Spec.Egress) == 1 && len(np.Spec.Egress[0]) == 0
+	if allOpen != tc.allEgress {
+		t.Errorf("%s: egress %v; all egress allowed: %v, want %v", where, np.Spec.Egress, allOpen, tc.allEgress)
 	}
 }

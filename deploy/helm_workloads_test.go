@@ -22,13 +22,7 @@ func checkServicePod(t *testing.T, o object, ps podSpec, configMaps map[string]o
 		t.Fatalf("%s: %d containers, want 1", o, len(ps.Containers))
 	}
 	c := ps.Containers[0]
-	hasHTTP := slices.ContainsFunc(c.Ports, func(p struct {
-		Name          string `yaml:"name"`
-		ContainerPort int    `yaml:"containerPort"`
-	}) bool {
-		return p.Name == "http"
-	})
-	if !hasHTTP {
+	if !hasPort(c, "http") {
 		t.Errorf("%s: no container port named http", o)
 	}
 	for _, p := range []struct {
@@ -125,15 +119,7 @@ func TestChartStatefulSets(t *testing.T) {
 			for _, o := range objs {
 				byKind[o.Kind] = append(byKind[o.Kind], o)
 			}
-			workloads := map[string]object{} // component -> workload
-			for _, kind := range []string{"StatefulSet", "Deployment"} {
-				for _, o := range byKind[kind] {
-					if _, dup := workloads[component(o)]; dup {
-						t.Errorf("%s: a second workload of component %s", o, component(o))
-					}
-					workloads[component(o)] = o
-				}
-			}
+			workloads := workloadsOf(t, byKind)
 			for _, name := range []string{"router", "canceller"} {
 				o, ok := workloads[name]
 				if !ok {
@@ -157,29 +143,53 @@ func TestChartStatefulSets(t *testing.T) {
 					}
 				}
 			}
-
-			for _, h := range byKind["HorizontalPodAutoscaler"] {
-				kind, _ := dig(h.raw, "spec", "scaleTargetRef", "kind").(string)
-				name, _ := dig(h.raw, "spec", "scaleTargetRef", "name").(string)
-				w, ok := workloads[component(h)]
-				if !ok || w.Kind != kind || w.Metadata.Name != name {
-					t.Errorf("%s: scaleTargetRef %s/%s is not the %s workload %v", h, kind, name, component(h), w)
-					continue
-				}
-				if dig(w.raw, "spec", "replicas") != nil {
-					t.Errorf("%s: sets replicas although %s scales it", w, h)
-				}
-			}
-			for _, p := range byKind["PodDisruptionBudget"] {
-				w, ok := workloads[component(p)]
-				if !ok || !selectorAt(t, p, "spec", "selector").matches(podLabels(t, w)) {
-					t.Errorf("%s: selects no pod of the %s workload", p, component(p))
-				}
-			}
-			for _, sm := range byKind["ServiceMonitor"] {
-				checkScrapedOnce(t, sm, byKind["Service"], workloads)
-			}
+			checkPointers(t, byKind, workloads)
 		})
+	}
+}
+
+// workloadsOf returns the StatefulSets and Deployments by component, and
+// checks that there is one a component.
+func workloadsOf(t *testing.T, byKind map[string][]object) map[string]object {
+	t.Helper()
+	workloads := map[string]object{} // component -> workload
+	for _, kind := range []string{"StatefulSet", "Deployment"} {
+		for _, o := range byKind[kind] {
+			if _, dup := workloads[component(o)]; dup {
+				t.Errorf("%s: a second workload of component %s", o, component(o))
+			}
+			workloads[component(o)] = o
+		}
+	}
+	return workloads
+}
+
+// checkPointers checks that the autoscalers, disruption budgets and
+// ServiceMonitors find the workloads of their components: an autoscaler
+// targets its workload, which then sets no replicas; a budget selects its
+// pods; a ServiceMonitor scrapes each component through one Service.
+func checkPointers(t *testing.T, byKind map[string][]object, workloads map[string]object) {
+	t.Helper()
+	for _, h := range byKind["HorizontalPodAutoscaler"] {
+		kind, _ := dig(h.raw, "spec", "scaleTargetRef", "kind").(string)
+		name, _ := dig(h.raw, "spec", "scaleTargetRef", "name").(string)
+		w, ok := workloads[component(h)]
+		if !ok || w.Kind != kind || w.Metadata.Name != name {
+			t.Errorf("%s: scaleTargetRef %s/%s is not the %s workload %v", h, kind, name, component(h), w)
+			continue
+		}
+		if dig(w.raw, "spec", "replicas") != nil {
+			t.Errorf("%s: sets replicas although %s scales it", w, h)
+		}
+	}
+	for _, p := range byKind["PodDisruptionBudget"] {
+		w, ok := workloads[component(p)]
+		if !ok || !selectorAt(t, p, "spec", "selector").matches(podLabels(t, w)) {
+			t.Errorf("%s: selects no pod of the %s workload", p, component(p))
+		}
+	}
+	for _, sm := range byKind["ServiceMonitor"] {
+		checkScrapedOnce(t, sm, byKind["Service"], workloads)
 	}
 }
 

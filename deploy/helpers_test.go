@@ -211,15 +211,12 @@ type (
 				Name string `yaml:"name"`
 			} `yaml:"secretRef"`
 		} `yaml:"envFrom"`
-		Env   []envVar `yaml:"env"`
-		Ports []struct {
-			Name          string `yaml:"name"`
-			ContainerPort int    `yaml:"containerPort"`
-		} `yaml:"ports"`
-		LivenessProbe   *probe  `yaml:"livenessProbe"`
-		ReadinessProbe  *probe  `yaml:"readinessProbe"`
-		StartupProbe    *probe  `yaml:"startupProbe"`
-		SecurityContext *secCtx `yaml:"securityContext"`
+		Env             []envVar  `yaml:"env"`
+		Ports           []ctrPort `yaml:"ports"`
+		LivenessProbe   *probe    `yaml:"livenessProbe"`
+		ReadinessProbe  *probe    `yaml:"readinessProbe"`
+		StartupProbe    *probe    `yaml:"startupProbe"`
+		SecurityContext *secCtx   `yaml:"securityContext"`
 		Resources       struct {
 			Requests map[string]any `yaml:"requests"`
 			Limits   map[string]any `yaml:"limits"`
@@ -229,6 +226,10 @@ type (
 			MountPath string `yaml:"mountPath"`
 			ReadOnly  bool   `yaml:"readOnly"`
 		} `yaml:"volumeMounts"`
+	}
+	ctrPort struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
 	}
 	envVar struct {
 		Name      string  `yaml:"name"`
@@ -266,6 +267,11 @@ type (
 		EmptyDir *struct{} `yaml:"emptyDir"`
 	}
 )
+
+// hasPort reports whether a container has a port of that name.
+func hasPort(c ctr, name string) bool {
+	return slices.ContainsFunc(c.Ports, func(p ctrPort) bool { return p.Name == name })
+}
 
 // podSpecOf returns the pod spec of a workload, or false for other kinds.
 func podSpecOf(t *testing.T, o object) (podSpec, bool) {
@@ -314,6 +320,17 @@ func scenarioRender(t *testing.T, values string) []byte {
 		t.Fatalf("%s: %v", scenarioName(values), res.err)
 	}
 	return res.out
+}
+
+// configMapsOf returns the ConfigMaps among objs by name.
+func configMapsOf(objs []object) map[string]object {
+	configMaps := map[string]object{}
+	for _, o := range objs {
+		if o.Kind == "ConfigMap" {
+			configMaps[o.Metadata.Name] = o
+		}
+	}
+	return configMaps
 }
 
 // containerEnv returns the literal environment of a container: its

@@ -120,43 +120,22 @@ func proseNames(text string) []string {
 func TestSeriesExist(t *testing.T) {
 	docs := documentedSeries(t)
 	rf := readRules(t)
-
-	recorded := map[string]bool{}
+	c := seriesCheck{t: t, docs: docs, recorded: map[string]bool{}, used: map[string]bool{}}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Record != "" {
-				recorded[r.Record] = true
+				c.recorded[r.Record] = true
 			}
-		}
-	}
-	checkName := func(where, name string) {
-		t.Helper()
-		if strings.Contains(name, ":") {
-			if !recorded[name] {
-				t.Errorf("%s: recording rule %s is not defined in %s", where, name, rulesFile)
-			}
-			return
-		}
-		if !docs.check(name) {
-			t.Errorf("%s: series %s is not documented in the Metrics section of %s", where, name, readmeFile)
 		}
 	}
 
-	used := map[string]bool{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			where := rulesFile + ": " + r.Record + r.Alert
-			names := metricNames(r.Expr)
-			if len(names) == 0 {
-				t.Errorf("%s: expression uses no Hourglass series: %q", where, r.Expr)
-			}
-			for _, n := range names {
-				checkName(where, n)
-				used[n] = true
-			}
+			c.expr(where, r.Expr)
 			for k, v := range r.Annotations {
 				for _, n := range proseNames(v) {
-					checkName(where+" annotation "+k, n)
+					c.name(where+" annotation "+k, n)
 				}
 			}
 		}
@@ -167,22 +146,49 @@ func TestSeriesExist(t *testing.T) {
 	for _, p := range allPanels(d.Panels) {
 		for _, tg := range p.Targets {
 			targets++
-			where := dashboardFile + ": panel " + p.Title
-			names := metricNames(tg.Expr)
-			if len(names) == 0 {
-				t.Errorf("%s: expression uses no Hourglass series: %q", where, tg.Expr)
-			}
-			for _, n := range names {
-				checkName(where, n)
-				used[n] = true
-			}
+			c.expr(dashboardFile+": panel "+p.Title, tg.Expr)
 		}
 	}
 	if targets == 0 {
 		t.Errorf("%s: no queries found", dashboardFile)
 	}
-	if len(used) < 10 {
-		t.Errorf("found only %d distinct names in the rules and the dashboard: %v", len(used), used)
+	if len(c.used) < 10 {
+		t.Errorf("found only %d distinct names in the rules and the dashboard: %v", len(c.used), c.used)
+	}
+}
+
+// seriesCheck checks the names that rules and panels use.
+type seriesCheck struct {
+	t        *testing.T
+	docs     series
+	recorded map[string]bool // recording rules defined in rulesFile
+	used     map[string]bool // names expressions use
+}
+
+// expr checks the names a PromQL expression uses, and that it uses one.
+func (c seriesCheck) expr(where, expr string) {
+	c.t.Helper()
+	names := metricNames(expr)
+	if len(names) == 0 {
+		c.t.Errorf("%s: expression uses no Hourglass series: %q", where, expr)
+	}
+	for _, n := range names {
+		c.name(where, n)
+		c.used[n] = true
+	}
+}
+
+// name checks that a recording rule is defined, and a series documented.
+func (c seriesCheck) name(where, name string) {
+	c.t.Helper()
+	if strings.Contains(name, ":") {
+		if !c.recorded[name] {
+			c.t.Errorf("%s: recording rule %s is not defined in %s", where, name, rulesFile)
+		}
+		return
+	}
+	if !c.docs.check(name) {
+		c.t.Errorf("%s: series %s is not documented in the Metrics section of %s", where, name, readmeFile)
 	}
 }
 
