@@ -6,7 +6,7 @@
 #   docker build -t hourglass .
 #   docker run --rm hourglass router --help
 #
-# deploy/helm_test.go runs this file's go build command, so a recipe that
+# deploy/image_test.go runs this file's go build command, so a recipe that
 # no longer builds fails `go test ./deploy/...`.
 
 # Bases are pinned: the builder to a Go patch release, the runtime to the

@@ -10,7 +10,7 @@
 #                            PrometheusRule)
 # It is idempotent: what is there at the pinned version is left alone. It
 # says what it did. Changing a version here means changing
-# chartKubeVersion in deploy/helm_test.go with K8S_VERSION.
+# chartKubeVersion in deploy/helpers_test.go with K8S_VERSION.
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
