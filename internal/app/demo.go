@@ -255,7 +255,7 @@ func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *clos
 		case <-tick.C:
 			snap := t.snapshot()
 			fmt.Fprintf(stdout, "%5.0fs  scheduled %5d/%d  closed %5d  skipped-as-paid %4d  pending %5d  lateness p50 %3d ms  p99 %4d ms  max %4d ms\n",
-				time.Since(start).Seconds(), scheduled, c.orders, snap.Outcomes[string(closer.Closed)], snap.Outcomes[string(closer.Skipped)],
+				time.Since(start).Seconds(), scheduled, c.orders, snap.Outcomes[outcome.Closed], snap.Outcomes[outcome.Skipped],
 				scheduled-snap.Tasks, snap.Late.P50, snap.Late.P99, snap.Late.Max)
 			if scheduled == c.orders && snap.Tasks >= c.orders {
 				printSummary(stdout, c.orders, scheduled, t, time.Since(start))
@@ -268,7 +268,7 @@ func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *clos
 func printSummary(w io.Writer, orders, scheduled int, t *tally, took time.Duration) {
 	s := t.snapshot()
 	fmt.Fprintf(w, "\nSummary after %.0fs: %d orders scheduled, %d closed, %d skipped as paid, %d already closed, %d pending\n",
-		took.Seconds(), scheduled, s.Outcomes[string(closer.Closed)], s.Outcomes[string(closer.Skipped)], s.Outcomes[string(closer.AlreadyClosed)], scheduled-s.Tasks)
+		took.Seconds(), scheduled, s.Outcomes[outcome.Closed], s.Outcomes[outcome.Skipped], s.Outcomes[outcome.AlreadyClosed], scheduled-s.Tasks)
 	fmt.Fprintf(w, "Lateness (close time - due time): p50 %d ms, p99 %d ms, max %d ms; closed early: %d; duplicate outcomes: %d\n",
 		s.Late.P50, s.Late.P99, s.Late.Max, s.Early, s.Duplicates)
 }

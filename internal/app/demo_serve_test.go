@@ -196,7 +196,7 @@ func readDemoOutcomes(ctx context.Context, t *testing.T, broker string, n int) m
 				return
 			}
 			if _, seen := got[ev.TaskID]; !seen {
-				got[ev.TaskID] = ev.Outcome + " " + ev.Detail
+				got[ev.TaskID] = string(ev.Outcome) + " " + ev.Detail
 			}
 		})
 	}

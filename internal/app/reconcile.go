@@ -15,6 +15,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closers"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
@@ -115,7 +116,7 @@ func Reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rep, err := sc.Reconcile(ctx, via, sqlcloser.ReconcileOptions{
 		Kind: kind, Grace: grace, Limit: limit, DryRun: dryRun,
 		Progress: func(r sqlcloser.ReconcileReport) {
-			log.Info("progress", "pages", r.Pages, "found", r.Scanned, "closed", r.Outcomes[closer.Closed], "failed", r.Outcomes[closer.Failed])
+			log.Info("progress", "pages", r.Pages, "found", r.Scanned, "closed", r.Outcomes[outcome.Closed], "failed", r.Outcomes[outcome.Failed])
 		},
 	})
 	if perr := printReconcile(stdout, rep, format, dryRun); perr != nil && err == nil {
@@ -124,7 +125,7 @@ func Reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	if n := rep.Outcomes[closer.Failed]; n > 0 {
+	if n := rep.Outcomes[outcome.Failed]; n > 0 {
 		return fmt.Errorf("reconcile: %d closes failed", n)
 	}
 	return nil
@@ -140,8 +141,8 @@ func printReconcile(w io.Writer, r sqlcloser.ReconcileReport, format string, dry
 		fmt.Fprintln(w, "dry run: nothing closed")
 		return nil
 	}
-	for _, o := range []closer.Outcome{closer.Closed, closer.AlreadyClosed, closer.Skipped, closer.NotFound, closer.Failed} {
-		if n := r.Outcomes[o]; n > 0 || o == closer.Closed {
+	for _, o := range []outcome.Outcome{outcome.Closed, outcome.AlreadyClosed, outcome.Skipped, outcome.NotFound, outcome.Failed} {
+		if n := r.Outcomes[o]; n > 0 || o == outcome.Closed {
 			fmt.Fprintf(w, "  %-15s %d\n", o, n)
 		}
 	}

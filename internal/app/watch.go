@@ -18,9 +18,9 @@ import (
 type tally struct {
 	mu       sync.Mutex
 	seen     map[string]int
-	outcomes map[string]int // outcome -> first events
-	late     []int64        // ms, first event per task
-	window   []int64        // ms, first events since the last takeWindow
+	outcomes map[outcome.Outcome]int // outcome -> first events
+	late     []int64                 // ms, first event per task
+	window   []int64                 // ms, first events since the last takeWindow
 	early    int
 	dups     int
 	invalid  int
@@ -33,7 +33,7 @@ type tally struct {
 const lateSampleMs = 100
 
 func newTally() *tally {
-	return &tally{seen: make(map[string]int), outcomes: make(map[string]int), lateSample: make([]outcome.Event, 0, 10)}
+	return &tally{seen: make(map[string]int), outcomes: make(map[outcome.Outcome]int), lateSample: make([]outcome.Event, 0, 10)}
 }
 
 func (t *tally) add(ev outcome.Event) {
@@ -110,7 +110,7 @@ func watchOutcomes(ctx context.Context, opts []kgo.Opt, topic string, t *tally) 
 // snapshot is a consistent view of a tally.
 type snapshot struct {
 	Tasks, Duplicates, Early int
-	Outcomes                 map[string]int
+	Outcomes                 map[outcome.Outcome]int
 	Late                     percentiles
 }
 
@@ -135,7 +135,7 @@ func (t *tally) takeWindow() (percentiles, int) {
 func (t *tally) snapshot() snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := snapshot{Tasks: len(t.seen), Duplicates: t.dups, Early: t.early, Outcomes: make(map[string]int, len(t.outcomes))}
+	s := snapshot{Tasks: len(t.seen), Duplicates: t.dups, Early: t.early, Outcomes: make(map[outcome.Outcome]int, len(t.outcomes))}
 	for k, v := range t.outcomes {
 		s.Outcomes[k] = v
 	}

@@ -445,7 +445,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		deadline = m.Deadline
 	}
 	ev := outcome.Event{
-		V: outcome.Version, TaskID: task.ID, Kind: task.Kind, Outcome: string(res.Outcome), Detail: res.Detail,
+		V: outcome.Version, TaskID: task.ID, Kind: task.Kind, Outcome: res.Outcome, Detail: res.Detail,
 		Attempt: task.Attempt, Hops: m.Hops, Path: m.Path,
 		ScheduledMs: millis(m.Scheduled), DueMs: m.Due.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
 		ForwardedMs: millis(m.Forwarded), ClosedMs: now.UnixMilli(), LatenessMs: now.UnixMilli() - m.Due.UnixMilli(),
@@ -467,7 +467,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 			reason = reasonRetriesExhausted
 			err = fmt.Errorf("attempt %d of %d: %w", task.Attempt, c.cfg.MaxAttempts, err)
 		}
-		ev.Outcome, ev.Error = string(closer.Failed), err.Error()
+		ev.Outcome, ev.Error = outcome.Failed, err.Error()
 		c.log.Warn("close failed; dead letter", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "reason", reason, "err", err)
 		dl := tiers.DeadLetter(r, c.cfg.DeadLetter, fmt.Errorf("%s: %w", reason, err), now)
 		dl.Headers = tiers.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(strconv.Itoa(task.Attempt)))
@@ -476,7 +476,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		c.metrics.deadLetters.WithLabelValues(reason).Inc()
 	}
 	c.stats.count(ev.Outcome)
-	c.metrics.closes.WithLabelValues(label, ev.Outcome).Inc()
+	c.metrics.closes.WithLabelValues(label, string(ev.Outcome)).Inc()
 	c.metrics.duration.WithLabelValues(label).Observe(now.Sub(started).Seconds())
 	if late := now.Sub(m.Due); late < 0 {
 		c.metrics.early.Inc()

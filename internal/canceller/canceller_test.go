@@ -261,7 +261,7 @@ func TestOutcomeEvent(t *testing.T) {
 		mu.Lock()
 		tasks[tk.ID] = tk
 		mu.Unlock()
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{DefaultKind: "invoice-timeout"}, cr)
 
@@ -343,15 +343,15 @@ func TestCloseFailed(t *testing.T) {
 		case "err":
 			return closer.Result{}, errors.New("db down")
 		case "err-permanent":
-			return closer.Result{Outcome: closer.Closed, Detail: "half"}, closer.Permanent(errors.New("bad payload"))
+			return closer.Result{Outcome: outcome.Closed, Detail: "half"}, closer.Permanent(errors.New("bad payload"))
 		case "empty":
 			return closer.Result{}, nil
 		case "unknown":
 			return closer.Result{Outcome: "cancelled"}, nil
 		case "failed-no-err":
-			return closer.Result{Outcome: closer.Failed}, nil
+			return closer.Result{Outcome: outcome.Failed}, nil
 		}
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{MaxAttempts: 1}, cr)
 	due := t0.Add(-time.Second)
@@ -370,7 +370,7 @@ func TestCloseFailed(t *testing.T) {
 		"failed-no-err": `closer returned outcome "failed" without an error`,
 	} {
 		e := got[id]
-		if e.Outcome != string(closer.Failed) || e.Error != wantErr || e.Attempt != 1 || e.Offset != offs[id] {
+		if e.Outcome != outcome.Failed || e.Error != wantErr || e.Attempt != 1 || e.Offset != offs[id] {
 			t.Errorf("%s: outcome %+v, want failed with error %q", id, e.Event, wantErr)
 		}
 	}
@@ -426,7 +426,7 @@ func TestMalformed(t *testing.T) {
 		if tk.ID != "good" {
 			t.Errorf("closer called for %q", tk.ID)
 		}
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{}, cr)
 	due := hdrMillis(tiers.HeaderDue, t0)
@@ -556,7 +556,7 @@ func TestCommitOnlyDone(t *testing.T) {
 				return closer.Result{}, ctx.Err()
 			}
 		}
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{CommitInterval: time.Second}, cr)
 	// Registered after setup's cleanups, so it runs before them: a failed

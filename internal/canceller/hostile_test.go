@@ -19,6 +19,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -62,7 +63,7 @@ func TestOutcomeRefused(t *testing.T) {
 	var closes atomic.Int64
 	cr := closer.CloserFunc(func(context.Context, closer.Task) (closer.Result, error) {
 		closes.Add(1)
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{}, cr)
 	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.cfg.Outcomes, Err: kerr.TopicAuthorizationFailed, Count: 3})
@@ -133,7 +134,7 @@ func TestStopNeverCutsACloseOff(t *testing.T) {
 			<-release
 			ctxErr.Store(strconv.Quote(errString(ctx.Err())))
 		}
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{MaxInFlight: 3, CloseTimeout: 10 * time.Second, ShutdownTimeout: 10 * time.Second}, cr)
 	due := hdrMillis(tiers.HeaderDue, t0)
@@ -179,7 +180,7 @@ func TestLastCommitAfterAStuckClose(t *testing.T) {
 					close(entered)
 					<-release // ignores its context
 				}
-				return closer.Result{Outcome: closer.Closed}, nil
+				return closer.Result{Outcome: outcome.Closed}, nil
 			})
 			b := setup(t, Config{MaxInFlight: 3, CloseTimeout: 500 * time.Millisecond, ShutdownTimeout: 500 * time.Millisecond}, cr)
 			t.Cleanup(func() { close(release) })

@@ -3,7 +3,6 @@ package canceller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -73,9 +72,8 @@ func newMetrics(reg prometheus.Registerer, kinds []string) *metrics {
 		m.kinds[kind] = true
 	}
 	for _, kind := range append(kinds, otherKind) {
-		for _, o := range []string{string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped),
-			string(closer.NotFound), outcome.Retry, string(closer.Failed)} {
-			m.closes.WithLabelValues(kind, o)
+		for _, o := range outcome.All {
+			m.closes.WithLabelValues(kind, string(o))
 		}
 		m.duration.WithLabelValues(kind)
 		m.lateness.WithLabelValues(kind)

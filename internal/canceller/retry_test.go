@@ -33,7 +33,7 @@ func TestRetry(t *testing.T) {
 		case tk.ID == "down" || tk.Attempt < 3:
 			return closer.Result{}, errors.New("db down")
 		}
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{Tiers: table, RetryBackoff: 4 * time.Second, RetryBackoffMax: 8 * time.Second, MaxAttempts: 3}, cr)
 	due := t0.Add(-time.Second)
@@ -127,7 +127,7 @@ func TestBackoff(t *testing.T) {
 func TestRoutes(t *testing.T) {
 	named := func(name string) closer.Closer {
 		return closer.CloserFunc(func(context.Context, closer.Task) (closer.Result, error) {
-			return closer.Result{Outcome: closer.Closed, Detail: name}, nil
+			return closer.Result{Outcome: outcome.Closed, Detail: name}, nil
 		})
 	}
 	b := setupRoutes(t, Config{}, Options{Routes: map[string]Route{
@@ -192,7 +192,7 @@ func TestConcurrentNeverSameTask(t *testing.T) {
 		running[tk.ID]--
 		now--
 		unlock()
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{MaxInFlight: inFlight}, cr)
 	due := hdrMillis(tiers.HeaderDue, t0)
@@ -230,7 +230,7 @@ func TestConcurrentCommitContiguous(t *testing.T) {
 				return closer.Result{}, ctx.Err()
 			}
 		}
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{MaxInFlight: 8, CommitInterval: time.Second}, cr)
 	unblock := sync1(func() { close(release) })
@@ -285,7 +285,7 @@ func TestRateLimit(t *testing.T) {
 	times := make(chan time.Time, n)
 	cr := closer.CloserFunc(func(context.Context, closer.Task) (closer.Result, error) {
 		times <- time.Now()
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setup(t, Config{MaxInFlight: 20, RateLimit: perSec, RateBurst: 1}, cr)
 	due := hdrMillis(tiers.HeaderDue, t0)
@@ -336,7 +336,7 @@ func TestRouteRateLimit(t *testing.T) {
 		mu.Lock()
 		order = append(order, tk.Kind)
 		mu.Unlock()
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	})
 	b := setupRoutes(t, Config{MaxInFlight: 10}, Options{Routes: map[string]Route{
 		DefaultKind: {Closer: ok},

@@ -3,7 +3,6 @@ package canceller
 import (
 	"sync/atomic"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -12,15 +11,15 @@ type stats struct {
 }
 
 // count counts a final outcome; retries are counted where they are made.
-func (s *stats) count(o string) {
-	switch closer.Outcome(o) {
-	case closer.Closed:
+func (s *stats) count(o outcome.Outcome) {
+	switch o {
+	case outcome.Closed:
 		s.closed.Add(1)
-	case closer.AlreadyClosed:
+	case outcome.AlreadyClosed:
 		s.alreadyClosed.Add(1)
-	case closer.Skipped:
+	case outcome.Skipped:
 		s.skipped.Add(1)
-	case closer.NotFound:
+	case outcome.NotFound:
 		s.notFound.Add(1)
 	case outcome.Retry:
 	default:

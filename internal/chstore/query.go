@@ -6,14 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
-// FinalOutcomes are the outcomes that end a task without an error: the
-// closer's closed, already_closed, skipped and not_found. Lateness
-// statistics cover these.
-var FinalOutcomes = []string{"closed", "already_closed", "skipped", "not_found"}
+// FinalOutcomes are the outcomes that end a task without an error (see
+// outcome.Outcome.Final): closed, already_closed, skipped and not_found.
+// Lateness statistics cover these.
+var FinalOutcomes = []outcome.Outcome{outcome.Closed, outcome.AlreadyClosed, outcome.Skipped, outcome.NotFound}
 
 // Window is a time range [From, To) of close times (closed_ms).
 type Window struct {
@@ -116,7 +115,7 @@ func utcDate(ms int64) string {
 func finalIn() string {
 	q := make([]string, len(FinalOutcomes))
 	for i, o := range FinalOutcomes {
-		q[i] = quote(o)
+		q[i] = quote(string(o))
 	}
 	return "outcome IN (" + strings.Join(q, ", ") + ")"
 }
@@ -124,7 +123,7 @@ func finalIn() string {
 // Count is the number of attempts of one kind with one outcome.
 type Count struct {
 	Kind    string
-	Outcome string
+	Outcome outcome.Outcome
 	// Attempts counts each attempt once.
 	Attempts int64
 	// Duplicates are the extra rows of those attempts, which the count
@@ -141,9 +140,11 @@ func (v *View) Counts(ctx context.Context) ([]Count, error) {
 	var out []Count
 	err := v.s.query(ctx, "counts", q, func(scan func(...any) error) error {
 		var c Count
-		if err := scan(&c.Kind, &c.Outcome, &c.Attempts, &c.Duplicates); err != nil {
+		var o string // the driver scans into a string, not a named string type
+		if err := scan(&c.Kind, &o, &c.Attempts, &c.Duplicates); err != nil {
 			return err
 		}
+		c.Outcome = outcome.Outcome(o)
 		out = append(out, c)
 		return nil
 	})
@@ -171,7 +172,7 @@ type Totals struct {
 func (v *View) Totals(ctx context.Context, lateThreshold time.Duration) (Totals, error) {
 	q := fmt.Sprintf("SELECT toInt64(count()), toInt64(uniqExact(task_id)), toInt64(sum(copies - 1)),"+
 		" toInt64(countIf(%s AND lateness_ms > %d)), toInt64(countIf(outcome = %s)) FROM (%s)",
-		finalIn(), lateThreshold.Milliseconds(), quote(string(closer.Failed)), v.sub)
+		finalIn(), lateThreshold.Milliseconds(), quote(string(outcome.Failed)), v.sub)
 	var t Totals
 	err := v.s.query(ctx, "totals", q, func(scan func(...any) error) error {
 		return scan(&t.Attempts, &t.Tasks, &t.Duplicates, &t.Late, &t.Failed)
@@ -247,18 +248,19 @@ func (v *View) Late(ctx context.Context, threshold time.Duration, limit int) ([]
 	q := fmt.Sprintf("SELECT task_id, kind, outcome, detail, error, attempt, hops, path, scheduled_ms, due_ms, deadline_ms,"+
 		" forwarded_ms, closed_ms, lateness_ms, instance, topic, `partition`, `offset`, copies FROM (%s)"+
 		" WHERE (%s AND lateness_ms > %d) OR outcome = %s ORDER BY closed_ms DESC, topic, `partition`, `offset` LIMIT %d",
-		v.sub, finalIn(), threshold.Milliseconds(), quote(string(closer.Failed)), limit)
+		v.sub, finalIn(), threshold.Milliseconds(), quote(string(outcome.Failed)), limit)
 	var out []Attempt
 	err := v.s.query(ctx, "late attempts", q, func(scan func(...any) error) error {
 		var a Attempt
 		var attempt, hops int32
+		var o string // the driver scans into a string, not a named string type
 		e := &a.Event
-		if err := scan(&e.TaskID, &e.Kind, &e.Outcome, &e.Detail, &e.Error, &attempt, &hops, &e.Path,
+		if err := scan(&e.TaskID, &e.Kind, &o, &e.Detail, &e.Error, &attempt, &hops, &e.Path,
 			&e.ScheduledMs, &e.DueMs, &e.DeadlineMs, &e.ForwardedMs, &e.ClosedMs, &e.LatenessMs,
 			&e.Instance, &e.Topic, &e.Partition, &e.Offset, &a.Copies); err != nil {
 			return err
 		}
-		e.V, e.Attempt, e.Hops = outcome.Version, int(attempt), int(hops)
+		e.V, e.Outcome, e.Attempt, e.Hops = outcome.Version, outcome.Outcome(o), int(attempt), int(hops)
 		out = append(out, a)
 		return nil
 	})
@@ -288,7 +290,7 @@ func (v *View) Timeline(ctx context.Context, bucket time.Duration) ([]Bucket, er
 	q := fmt.Sprintf("SELECT intDiv(closed_ms, %d) * %d AS t, toInt64(countIf(%s)),"+
 		" quantilesExactIf(0.5, 0.99)(lateness_ms, %s), maxIf(lateness_ms, %s),"+
 		" toInt64(countIf(outcome = %s)), toInt64(countIf(outcome = %s))"+
-		" FROM (%s) GROUP BY t ORDER BY t", b, b, fin, fin, fin, quote(string(closer.Failed)), quote(outcome.Retry), v.sub)
+		" FROM (%s) GROUP BY t ORDER BY t", b, b, fin, fin, fin, quote(string(outcome.Failed)), quote(string(outcome.Retry)), v.sub)
 	var out []Bucket
 	err := v.s.query(ctx, "timeline", q, func(scan func(...any) error) error {
 		var k Bucket

@@ -143,7 +143,7 @@ func (s *Store) Insert(ctx context.Context, events []outcome.Event) error {
 	now := s.clock.Now().UnixMilli()
 	for i := range events {
 		e := &events[i]
-		err := b.Append(e.TaskID, e.Kind, e.Outcome, e.Detail, e.Error, int32(e.Attempt), int32(e.Hops), e.Path,
+		err := b.Append(e.TaskID, e.Kind, string(e.Outcome), e.Detail, e.Error, int32(e.Attempt), int32(e.Hops), e.Path,
 			e.ScheduledMs, e.DueMs, e.DeadlineMs, e.ForwardedMs, e.ClosedMs, e.LatenessMs,
 			e.Instance, e.Topic, e.Partition, e.Offset, now)
 		if err != nil {

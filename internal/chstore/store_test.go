@@ -85,7 +85,7 @@ var t0 = time.Date(2024, 5, 14, 12, 0, 0, 0, time.UTC)
 func ev(task, kind, out, path string, at time.Duration, late int64, off int64) outcome.Event {
 	closed := t0.Add(at).UnixMilli()
 	return outcome.Event{
-		V: outcome.Version, TaskID: task, Kind: kind, Outcome: out, Path: path, Attempt: 1, Hops: strings.Count(path, ",") + 1,
+		V: outcome.Version, TaskID: task, Kind: kind, Outcome: outcome.Outcome(out), Path: path, Attempt: 1, Hops: strings.Count(path, ",") + 1,
 		ScheduledMs: closed - 60_000, DueMs: closed - late, DeadlineMs: closed - late, ForwardedMs: closed - late + 1,
 		ClosedMs: closed, LatenessMs: late, Instance: "test", Topic: "hourglass.cancel", Partition: int32(off % 3), Offset: off,
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -20,49 +21,17 @@ type Task struct {
 	Attempt int        // close attempt, from 1
 }
 
-// Outcome is what a close found. The values are stable: they are stored in
-// ClickHouse and used as metric labels.
-type Outcome string
-
-// Outcomes of a close.
-const (
-	// Closed: the task was open and is now closed (the order is cancelled).
-	Closed Outcome = "closed"
-	// AlreadyClosed: it was closed before (a duplicate delivery, or closed by
-	// another path). Nothing changed.
-	AlreadyClosed Outcome = "already_closed"
-	// Skipped: it is in a state that must not be closed, such as paid.
-	// Result.Detail names the state. Nothing changed.
-	Skipped Outcome = "skipped"
-	// NotFound: no such task in the store. Nothing changed.
-	NotFound Outcome = "not_found"
-	// Failed: the close failed; the error says why. In an outcome event it
-	// marks an attempt that failed for good (the task was dead-lettered);
-	// one that will be retried is outcome.Retry.
-	Failed Outcome = "failed"
-)
-
-// Final reports whether o is the outcome of a close that needs nothing more:
-// Closed, AlreadyClosed, Skipped or NotFound.
-func (o Outcome) Final() bool {
-	switch o {
-	case Closed, AlreadyClosed, Skipped, NotFound:
-		return true
-	}
-	return false
-}
-
 // Result is the outcome of a close with an optional detail ("PAID").
 type Result struct {
-	Outcome Outcome
+	Outcome outcome.Outcome
 	Detail  string
 }
 
 // Closer applies a close. Close must be idempotent: the same task may be
 // delivered more than once after a crash, and a second close must report
-// AlreadyClosed (or Skipped) without changing anything. A returned error is
-// retryable unless wrapped with Permanent; a nil error must come with a
-// final outcome (see Outcome.Final). Close must honour ctx.
+// outcome.AlreadyClosed (or outcome.Skipped) without changing anything. A
+// returned error is retryable unless wrapped with Permanent; a nil error
+// must come with a final outcome (see outcome.Outcome.Final). Close must honour ctx.
 type Closer interface {
 	Close(ctx context.Context, t Task) (Result, error)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -24,13 +25,13 @@ func TestMemoryClose(t *testing.T) {
 		wantState    string // "" = still does not exist
 		wantCloses   int
 	}{
-		{name: "unpaid closes", state: StateUnpaid, want: Result{Outcome: Closed}, wantState: StateClosed, wantCloses: 1},
-		{name: "closed stays closed", state: StateClosed, want: Result{Outcome: AlreadyClosed}, wantState: StateClosed},
-		{name: "paid is skipped", state: StatePaid, want: Result{Outcome: Skipped, Detail: StatePaid}, wantState: StatePaid},
-		{name: "other state is skipped", state: "SHIPPED", want: Result{Outcome: Skipped, Detail: "SHIPPED"}, wantState: "SHIPPED"},
-		{name: "unknown not found", want: Result{Outcome: NotFound}},
-		{name: "unknown closed with CloseUnknown", closeUnknown: true, want: Result{Outcome: Closed}, wantState: StateClosed, wantCloses: 1},
-		{name: "CloseUnknown leaves paid alone", state: StatePaid, closeUnknown: true, want: Result{Outcome: Skipped, Detail: StatePaid}, wantState: StatePaid},
+		{name: "unpaid closes", state: StateUnpaid, want: Result{Outcome: outcome.Closed}, wantState: StateClosed, wantCloses: 1},
+		{name: "closed stays closed", state: StateClosed, want: Result{Outcome: outcome.AlreadyClosed}, wantState: StateClosed},
+		{name: "paid is skipped", state: StatePaid, want: Result{Outcome: outcome.Skipped, Detail: StatePaid}, wantState: StatePaid},
+		{name: "other state is skipped", state: "SHIPPED", want: Result{Outcome: outcome.Skipped, Detail: "SHIPPED"}, wantState: "SHIPPED"},
+		{name: "unknown not found", want: Result{Outcome: outcome.NotFound}},
+		{name: "unknown closed with CloseUnknown", closeUnknown: true, want: Result{Outcome: outcome.Closed}, wantState: StateClosed, wantCloses: 1},
+		{name: "CloseUnknown leaves paid alone", state: StatePaid, closeUnknown: true, want: Result{Outcome: outcome.Skipped, Detail: StatePaid}, wantState: StatePaid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &Memory{CloseUnknown: tc.closeUnknown}
@@ -57,9 +58,9 @@ func TestMemoryClose(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second Close: %v", err)
 			}
-			if want := tc.want; want.Outcome == Closed {
-				if again.Outcome != AlreadyClosed {
-					t.Errorf("second Close = %+v, want %s", again, AlreadyClosed)
+			if want := tc.want; want.Outcome == outcome.Closed {
+				if again.Outcome != outcome.AlreadyClosed {
+					t.Errorf("second Close = %+v, want %s", again, outcome.AlreadyClosed)
 				}
 			} else if again != want {
 				t.Errorf("second Close = %+v, want %+v", again, want)
@@ -83,8 +84,8 @@ func TestMemoryZero(t *testing.T) {
 	if m.Pay("x") {
 		t.Error("Pay of an unknown order succeeded")
 	}
-	if r, err := m.Close(t.Context(), Task{ID: "x"}); err != nil || r.Outcome != NotFound {
-		t.Errorf("Close = %+v, %v; want %s", r, err, NotFound)
+	if r, err := m.Close(t.Context(), Task{ID: "x"}); err != nil || r.Outcome != outcome.NotFound {
+		t.Errorf("Close = %+v, %v; want %s", r, err, outcome.NotFound)
 	}
 	var m2 Memory
 	m2.Put("y", StateUnpaid)
@@ -140,12 +141,12 @@ func TestMemoryConcurrentClose(t *testing.T) {
 	close(start)
 	wg.Wait()
 	close(results)
-	count := map[Outcome]int{}
+	count := map[outcome.Outcome]int{}
 	for r := range results {
 		count[r.Outcome]++
 	}
-	if count[Closed] != 1 || count[AlreadyClosed] != n-1 || len(count) != 2 {
-		t.Errorf("outcomes %v, want 1 %s and %d %s", count, Closed, n-1, AlreadyClosed)
+	if count[outcome.Closed] != 1 || count[outcome.AlreadyClosed] != n-1 || len(count) != 2 {
+		t.Errorf("outcomes %v, want 1 %s and %d %s", count, outcome.Closed, n-1, outcome.AlreadyClosed)
 	}
 	if c := m.Closes("o1"); c != 1 {
 		t.Errorf("Closes = %d, want 1", c)
@@ -177,9 +178,9 @@ func TestMemoryPayRacesClose(t *testing.T) {
 		}
 		state, _ := m.State(id)
 		switch {
-		case paid && res == Result{Outcome: Skipped, Detail: StatePaid} && state == StatePaid && m.Closes(id) == 0:
+		case paid && res == Result{Outcome: outcome.Skipped, Detail: StatePaid} && state == StatePaid && m.Closes(id) == 0:
 			won["pay"]++
-		case !paid && res == Result{Outcome: Closed} && state == StateClosed && m.Closes(id) == 1:
+		case !paid && res == Result{Outcome: outcome.Closed} && state == StateClosed && m.Closes(id) == 1:
 			won["close"]++
 		default:
 			t.Fatalf("round %d: paid=%v close=%+v state=%s closes=%d: not exactly one winner",
@@ -232,11 +233,11 @@ func TestCloserFunc(t *testing.T) {
 	var got Task
 	var c Closer = CloserFunc(func(ctx context.Context, tk Task) (Result, error) {
 		got = tk
-		return Result{Outcome: Skipped, Detail: "D"}, ctx.Err()
+		return Result{Outcome: outcome.Skipped, Detail: "D"}, ctx.Err()
 	})
 	want := Task{ID: "o1", Kind: "k", Payload: []byte("p"), Meta: tiers.Meta{Hops: 2}, Attempt: 3}
 	r, err := c.Close(t.Context(), want)
-	if err != nil || r != (Result{Outcome: Skipped, Detail: "D"}) {
+	if err != nil || r != (Result{Outcome: outcome.Skipped, Detail: "D"}) {
 		t.Fatalf("Close = %+v, %v", r, err)
 	}
 	if got.ID != want.ID || got.Kind != want.Kind || string(got.Payload) != "p" || got.Meta.Hops != 2 || got.Attempt != 3 {
@@ -254,8 +255,8 @@ func TestLog(t *testing.T) {
 	l := Log{Logger: slog.New(slog.NewTextHandler(&buf, nil))}
 	due := time.UnixMilli(1_800_000_000_000)
 	r, err := l.Close(t.Context(), Task{ID: "order-7", Kind: "order-timeout", Meta: tiers.Meta{Due: due}, Attempt: 1})
-	if err != nil || r != (Result{Outcome: Closed}) {
-		t.Fatalf("Close = %+v, %v; want %s", r, err, Closed)
+	if err != nil || r != (Result{Outcome: outcome.Closed}) {
+		t.Fatalf("Close = %+v, %v; want %s", r, err, outcome.Closed)
 	}
 	for _, want := range []string{"task=order-7", "kind=order-timeout", "attempt=1"} {
 		if !strings.Contains(buf.String(), want) {
@@ -267,7 +268,7 @@ func TestLog(t *testing.T) {
 	prev := slog.Default()
 	defer slog.SetDefault(prev)
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if r, err := (Log{}).Close(t.Context(), Task{ID: "x"}); err != nil || r.Outcome != Closed {
+	if r, err := (Log{}).Close(t.Context(), Task{ID: "x"}); err != nil || r.Outcome != outcome.Closed {
 		t.Errorf("zero Log: Close = %+v, %v", r, err)
 	}
 }

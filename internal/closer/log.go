@@ -3,6 +3,8 @@ package closer
 import (
 	"context"
 	"log/slog"
+
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // Log is a closer that closes nothing: it logs each task at info level and
@@ -21,5 +23,5 @@ func (l Log) Close(ctx context.Context, t Task) (Result, error) {
 	lg.LogAttrs(ctx, slog.LevelInfo, "close",
 		slog.String("task", t.ID), slog.String("kind", t.Kind),
 		slog.Time("due", t.Meta.Due), slog.Int("attempt", t.Attempt))
-	return Result{Outcome: Closed}, nil
+	return Result{Outcome: outcome.Closed}, nil
 }

@@ -3,6 +3,8 @@ package closer
 import (
 	"context"
 	"sync"
+
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // Order states in a Memory store.
@@ -78,14 +80,14 @@ func (m *Memory) Close(_ context.Context, t Task) (Result, error) {
 	state, ok := m.orders[t.ID]
 	switch {
 	case !ok && !m.CloseUnknown:
-		return Result{Outcome: NotFound}, nil
+		return Result{Outcome: outcome.NotFound}, nil
 	case !ok, state == StateUnpaid:
 		m.orders[t.ID] = StateClosed
 		m.closes[t.ID]++
-		return Result{Outcome: Closed}, nil
+		return Result{Outcome: outcome.Closed}, nil
 	case state == StateClosed:
-		return Result{Outcome: AlreadyClosed}, nil
+		return Result{Outcome: outcome.AlreadyClosed}, nil
 	default:
-		return Result{Outcome: Skipped, Detail: state}, nil
+		return Result{Outcome: outcome.Skipped, Detail: state}, nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 func TestParse(t *testing.T) {
@@ -148,7 +149,7 @@ func TestOpen(t *testing.T) {
 	if r := cs.Routes["audit"]; r.Limit != nil {
 		t.Errorf("audit has a limit")
 	}
-	for id, want := range map[string]closer.Outcome{"1": closer.Closed, "2": closer.Skipped, "3": closer.NotFound} {
+	for id, want := range map[string]outcome.Outcome{"1": outcome.Closed, "2": outcome.Skipped, "3": outcome.NotFound} {
 		res, err := cs.Routes["order-timeout"].Closer.Close(context.Background(), closer.Task{ID: id, Kind: "order-timeout", Attempt: 1})
 		if err != nil || res.Outcome != want {
 			t.Errorf("close %s: %v %v, want %s", id, res, err, want)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -157,7 +158,7 @@ func TestBadInput(t *testing.T) {
 			continue
 		}
 		ev := evs[0]
-		if len(evs) != 1 || ev.Outcome != string(closer.Closed) || store.Closes(id) != 1 {
+		if len(evs) != 1 || ev.Outcome != outcome.Closed || store.Closes(id) != 1 {
 			t.Errorf("%s: %d outcomes, the first %q, %d closes; want exactly one close", id, len(evs), ev.Outcome, store.Closes(id))
 		}
 		if ev.ForwardedMs < ev.DueMs || ev.ClosedMs < ev.DueMs {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/httpcloser"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // orderService is the HTTP API of an order service that a canceller's
@@ -233,10 +233,10 @@ func TestCancellerKilled(t *testing.T) {
 		evs := col.events[o.id]
 		finals := 0
 		for _, e := range evs {
-			if e.Outcome != string(closer.Closed) && e.Outcome != string(closer.AlreadyClosed) {
+			if e.Outcome != outcome.Closed && e.Outcome != outcome.AlreadyClosed {
 				problems = append(problems, fmt.Sprintf("%s: outcome %q (%s)", o.id, e.Outcome, e.Error))
 			}
-			if closer.Outcome(e.Outcome).Final() {
+			if e.Outcome.Final() {
 				finals++
 			}
 		}
@@ -254,14 +254,14 @@ func TestCancellerKilled(t *testing.T) {
 	if r := svc.requests[idempotencyKey(chosen.id)]; len(r) < 2 {
 		problems = append(problems, fmt.Sprintf("%s: %d requests, want the held one and one from the restarted canceller", chosen.id, len(r)))
 	}
-	if evs := col.events[chosen.id]; len(evs) == 0 || evs[0].Outcome != string(closer.AlreadyClosed) {
+	if evs := col.events[chosen.id]; len(evs) == 0 || evs[0].Outcome != outcome.AlreadyClosed {
 		problems = append(problems, fmt.Sprintf("%s: outcomes %+v, want already_closed first (the killed canceller wrote none)", chosen.id, evs))
 	}
 	// The close held during the stop finished and was reported, once.
 	if err, ok := svc.answered[idempotencyKey(last.id)]; !ok || err != nil {
 		problems = append(problems, fmt.Sprintf("%s: the held answer could not be written (%v, %v): the stop cut the close off", last.id, ok, err))
 	}
-	if evs := col.events[last.id]; len(evs) != 1 || evs[0].Outcome != string(closer.Closed) {
+	if evs := col.events[last.id]; len(evs) != 1 || evs[0].Outcome != outcome.Closed {
 		problems = append(problems, fmt.Sprintf("%s: outcomes %+v, want one closed", last.id, evs))
 	}
 	if len(problems) > 0 {

@@ -326,7 +326,7 @@ func (c *collector) finals() int {
 	defer c.mu.Unlock()
 	n := 0
 	for _, evs := range c.events {
-		if slices.ContainsFunc(evs, func(e outcome.Event) bool { return closer.Outcome(e.Outcome).Final() }) {
+		if slices.ContainsFunc(evs, func(e outcome.Event) bool { return e.Outcome.Final() }) {
 			n++
 		}
 	}
@@ -653,14 +653,14 @@ func (p *pipe) checkOrders(orders []*order, c *collector, store *orderStore) ver
 				wrong = append(wrong, fmt.Sprintf("%s (%s, delay %v): %v", o.id, o.class, o.delay, err))
 			}
 			switch ev.Outcome {
-			case string(closer.Closed):
+			case outcome.Closed:
 				closes++
-			case string(closer.AlreadyClosed):
+			case outcome.AlreadyClosed:
 			default:
 				wrong = append(wrong, fmt.Sprintf("%s: outcome %q (%s), want closed or already_closed", o.id, ev.Outcome, ev.Error))
 			}
 		}
-		if closes != 1 || evs[0].Outcome != string(closer.Closed) {
+		if closes != 1 || evs[0].Outcome != outcome.Closed {
 			wrong = append(wrong, fmt.Sprintf("%s: %d closed outcomes of %d, the first %q; want exactly one, the first", o.id, closes, len(evs), evs[0].Outcome))
 		}
 		if n := store.Closes(o.id); n != 1 {

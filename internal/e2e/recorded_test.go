@@ -117,7 +117,7 @@ func TestRecordedOutcomes(t *testing.T) {
 				t.Errorf("attempt %s of %s is not in ClickHouse", key, e.TaskID)
 			case r.copies != 1:
 				t.Errorf("attempt %s of %s has %d rows", key, e.TaskID, r.copies)
-			case r.taskID != e.TaskID || r.outcome != e.Outcome || r.attempt != e.Attempt || r.lateness != e.LatenessMs || r.dueMs != e.DueMs:
+			case r.taskID != e.TaskID || r.outcome != string(e.Outcome) || r.attempt != e.Attempt || r.lateness != e.LatenessMs || r.dueMs != e.DueMs:
 				t.Errorf("attempt %s: ClickHouse %+v, canceller %+v", key, r, e)
 			}
 			if e.Outcome == outcome.Retry {
@@ -278,7 +278,7 @@ func TestRecorderKilled(t *testing.T) {
 			switch {
 			case !ok:
 				t.Errorf("attempt %s of %s is not in ClickHouse", key, e.TaskID)
-			case r.taskID != e.TaskID || r.outcome != e.Outcome || r.attempt != e.Attempt || r.lateness != e.LatenessMs || r.dueMs != e.DueMs:
+			case r.taskID != e.TaskID || r.outcome != string(e.Outcome) || r.attempt != e.Attempt || r.lateness != e.LatenessMs || r.dueMs != e.DueMs:
 				t.Errorf("attempt %s: ClickHouse %+v, canceller %+v", key, r, e)
 			}
 			if r.copies > 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // Request headers sent with every close.
@@ -216,14 +217,14 @@ func (c *Closer) do(ctx context.Context, t closer.Task, target, where, idem, aut
 // reading its body.
 func (c *Closer) mapAnswer(resp *http.Response, body []byte, readErr error) (closer.Result, error) {
 	code := resp.StatusCode
-	var outcome closer.Outcome
+	var o outcome.Outcome
 	switch {
 	case code >= 200 && code <= 299:
-		outcome = closer.Closed
+		o = outcome.Closed
 	case code == http.StatusConflict:
-		outcome = c.cfg.ConflictOutcome
+		o = c.cfg.ConflictOutcome
 	case code == http.StatusNotFound:
-		return closer.Result{Outcome: closer.NotFound}, nil
+		return closer.Result{Outcome: outcome.NotFound}, nil
 	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests, code >= 500:
 		return closer.Result{}, fmt.Errorf("%s%s", resp.Status, excerpt(body))
 	case code >= 300 && code <= 399:
@@ -241,7 +242,7 @@ func (c *Closer) mapAnswer(resp *http.Response, body []byte, readErr error) (clo
 		return closer.Result{}, closer.Permanent(fmt.Errorf("%s: %w", resp.Status, err))
 	}
 	if res.Outcome == "" {
-		res.Outcome = outcome
+		res.Outcome = o
 	}
 	return res, nil
 }
@@ -261,10 +262,10 @@ func answerOutcome(body []byte) (closer.Result, error) {
 	if json.Unmarshal(body, &a) != nil || a.Outcome == nil {
 		return closer.Result{}, nil
 	}
-	o := closer.Outcome(*a.Outcome)
+	o := outcome.Outcome(*a.Outcome)
 	if !o.Final() {
 		return closer.Result{}, fmt.Errorf("the answer's outcome %q is not one of %s, %s, %s, %s",
-			clip(*a.Outcome, maxDetail), closer.Closed, closer.AlreadyClosed, closer.Skipped, closer.NotFound)
+			clip(*a.Outcome, maxDetail), outcome.Closed, outcome.AlreadyClosed, outcome.Skipped, outcome.NotFound)
 	}
 	var detail string
 	if len(a.Detail) > 0 && string(a.Detail) != "null" {

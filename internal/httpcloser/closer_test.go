@@ -26,6 +26,7 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -102,36 +103,36 @@ func TestStatusMapping(t *testing.T) {
 	long := strings.Repeat("x", 190) + "0123456789TAIL"
 	for _, tc := range []struct {
 		name     string
-		conflict closer.Outcome
+		conflict outcome.Outcome
 		answer   answer
 		want     closer.Result
 		wantErr  string // "", "retry" or "permanent"
 		wantText string // in the error
 	}{
-		{name: "200", answer: answer{status: 200}, want: closer.Result{Outcome: closer.Closed}},
-		{name: "201", answer: answer{status: 201, body: `{"id":"x"}`}, want: closer.Result{Outcome: closer.Closed}},
-		{name: "202", answer: answer{status: 202}, want: closer.Result{Outcome: closer.Closed}},
-		{name: "204", answer: answer{status: 204}, want: closer.Result{Outcome: closer.Closed}},
-		{name: "200 text body", answer: answer{status: 200, body: "ok"}, want: closer.Result{Outcome: closer.Closed}},
-		{name: "200 JSON without outcome", answer: answer{status: 200, body: `{"status":"CANCELLED"}`}, want: closer.Result{Outcome: closer.Closed}},
-		{name: "200 JSON array", answer: answer{status: 200, body: `["skipped"]`}, want: closer.Result{Outcome: closer.Closed}},
+		{name: "200", answer: answer{status: 200}, want: closer.Result{Outcome: outcome.Closed}},
+		{name: "201", answer: answer{status: 201, body: `{"id":"x"}`}, want: closer.Result{Outcome: outcome.Closed}},
+		{name: "202", answer: answer{status: 202}, want: closer.Result{Outcome: outcome.Closed}},
+		{name: "204", answer: answer{status: 204}, want: closer.Result{Outcome: outcome.Closed}},
+		{name: "200 text body", answer: answer{status: 200, body: "ok"}, want: closer.Result{Outcome: outcome.Closed}},
+		{name: "200 JSON without outcome", answer: answer{status: 200, body: `{"status":"CANCELLED"}`}, want: closer.Result{Outcome: outcome.Closed}},
+		{name: "200 JSON array", answer: answer{status: 200, body: `["skipped"]`}, want: closer.Result{Outcome: outcome.Closed}},
 		{name: "200 says skipped", answer: answer{status: 200, body: `{"outcome":"skipped","detail":"PAID"}`},
-			want: closer.Result{Outcome: closer.Skipped, Detail: "PAID"}},
+			want: closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}},
 		{name: "200 says already closed", answer: answer{status: 200, body: ` {"outcome": "already_closed"} `},
-			want: closer.Result{Outcome: closer.AlreadyClosed}},
+			want: closer.Result{Outcome: outcome.AlreadyClosed}},
 		{name: "200 says not found", answer: answer{status: 200, body: `{"outcome":"not_found","detail":"purged"}`},
-			want: closer.Result{Outcome: closer.NotFound, Detail: "purged"}},
+			want: closer.Result{Outcome: outcome.NotFound, Detail: "purged"}},
 		{name: "200 says closed with a numeric detail", answer: answer{status: 200, body: `{"outcome":"closed","detail":42}`},
-			want: closer.Result{Outcome: closer.Closed, Detail: "42"}},
+			want: closer.Result{Outcome: outcome.Closed, Detail: "42"}},
 		{name: "200 with an unknown outcome", answer: answer{status: 200, body: `{"outcome":"failed"}`},
 			wantErr: "permanent", wantText: `"failed"`},
-		{name: "409", answer: answer{status: 409}, want: closer.Result{Outcome: closer.AlreadyClosed}},
-		{name: "409 as skipped", conflict: closer.Skipped, answer: answer{status: 409}, want: closer.Result{Outcome: closer.Skipped}},
+		{name: "409", answer: answer{status: 409}, want: closer.Result{Outcome: outcome.AlreadyClosed}},
+		{name: "409 as skipped", conflict: outcome.Skipped, answer: answer{status: 409}, want: closer.Result{Outcome: outcome.Skipped}},
 		{name: "409 says skipped", answer: answer{status: 409, body: `{"outcome":"skipped","detail":"PAID"}`},
-			want: closer.Result{Outcome: closer.Skipped, Detail: "PAID"}},
-		{name: "404", answer: answer{status: 404, body: "no such order"}, want: closer.Result{Outcome: closer.NotFound}},
+			want: closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}},
+		{name: "404", answer: answer{status: 404, body: "no such order"}, want: closer.Result{Outcome: outcome.NotFound}},
 		{name: "404 body is not read as an outcome", answer: answer{status: 404, body: `{"outcome":"closed"}`},
-			want: closer.Result{Outcome: closer.NotFound}},
+			want: closer.Result{Outcome: outcome.NotFound}},
 		{name: "408", answer: answer{status: 408}, wantErr: "retry", wantText: "408 Request Timeout"},
 		{name: "425", answer: answer{status: 425}, wantErr: "retry", wantText: "425 Too Early"},
 		{name: "429", answer: answer{status: 429}, wantErr: "retry", wantText: "429 Too Many Requests"},
@@ -257,7 +258,7 @@ func TestRequest(t *testing.T) {
 		var keys []string
 		for attempt := 1; attempt <= 2; attempt++ {
 			res, err := c.Close(t.Context(), task("o-42", attempt))
-			if err != nil || res.Outcome != closer.Closed {
+			if err != nil || res.Outcome != outcome.Closed {
 				t.Fatalf("attempt %d: Close = %+v, %v", attempt, res, err)
 			}
 			got := last()
@@ -407,7 +408,7 @@ func TestDotSegments(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || res != (closer.Result{Outcome: closer.Closed, Detail: tc.wantPath}) {
+			if err != nil || res != (closer.Result{Outcome: outcome.Closed, Detail: tc.wantPath}) {
 				t.Errorf("Close(%q) = %+v, %v; want closed at %s", tc.id, res, err, tc.wantPath)
 			}
 			if len(got) != 1 || !strings.Contains(got[0], tc.wantRaw) {
@@ -452,7 +453,7 @@ func TestBearerFromEnv(t *testing.T) {
 	want.Store("Bearer env-token")
 	ts := authServer(t, &want, &seen)
 	c := newTestCloser(t, Config{URL: ts.URL + "/{id}", BearerToken: conf.Secret{Env: "HTTPCLOSER_TEST_BEARER"}}, nil)
-	if res, err := c.Close(t.Context(), task("o-1", 1)); err != nil || res.Outcome != closer.Closed {
+	if res, err := c.Close(t.Context(), task("o-1", 1)); err != nil || res.Outcome != outcome.Closed {
 		t.Fatalf("Close = %+v, %v", res, err)
 	}
 }
@@ -480,7 +481,7 @@ func TestBearerFileRotation(t *testing.T) {
 	ts := authServer(t, &want, &seen)
 	clk := clock.NewFake(epoch)
 	c := newTestCloser(t, Config{URL: ts.URL + "/{id}", BearerToken: conf.Secret{File: file}}, clk)
-	try := func(step string, wantOutcome closer.Outcome, wantRequests int64) {
+	try := func(step string, wantOutcome outcome.Outcome, wantRequests int64) {
 		t.Helper()
 		before := seen.Load()
 		res, err := c.Close(t.Context(), task("o-1", 1))
@@ -495,22 +496,22 @@ func TestBearerFileRotation(t *testing.T) {
 			t.Errorf("%s: %d requests, want %d", step, n, wantRequests)
 		}
 	}
-	try("first token", closer.Closed, 1)
+	try("first token", outcome.Closed, 1)
 
 	// The file rotates, the server still takes the old token: the cached
 	// one is used until 10s have passed.
 	write("tok-2")
 	clk.Advance(secretTTL - time.Second)
-	try("cached token", closer.Closed, 1)
+	try("cached token", outcome.Closed, 1)
 	want.Store("Bearer tok-2")
 	clk.Advance(time.Second)
-	try("token re-read after 10s", closer.Closed, 1)
+	try("token re-read after 10s", outcome.Closed, 1)
 
 	// The server moves on before the cache expires: its 401 makes the
 	// closer read the file again and repeat the request once.
 	write("tok-3")
 	want.Store("Bearer tok-3")
-	try("token re-read after 401", closer.Closed, 2)
+	try("token re-read after 401", outcome.Closed, 2)
 
 	// A 401 with a token that did not change is permanent, and not repeated.
 	want.Store("Bearer tok-4")
@@ -583,7 +584,7 @@ func TestTLS(t *testing.T) {
 			c := newTestCloser(t, Config{URL: ts.URL + "/{id}", TLS: tc.tls}, nil)
 			res, err := c.Close(t.Context(), task("o-1", 1))
 			if tc.want == "" {
-				if err != nil || res.Outcome != closer.Closed {
+				if err != nil || res.Outcome != outcome.Closed {
 					t.Fatalf("Close = %+v, %v; want closed", res, err)
 				}
 				return
@@ -687,7 +688,7 @@ func TestLargeBody(t *testing.T) {
 		}
 	})
 	c := newTestCloser(t, Config{URL: ts.URL + "/{id}"}, nil)
-	if res, err := c.Close(t.Context(), task("o-1", 1)); err != nil || res.Outcome != closer.Closed {
+	if res, err := c.Close(t.Context(), task("o-1", 1)); err != nil || res.Outcome != outcome.Closed {
 		t.Fatalf("Close = %+v, %v", res, err)
 	}
 }
@@ -743,7 +744,7 @@ func TestConcurrent(t *testing.T) {
 				<-start
 				id := fmt.Sprintf("r%d-o%d", round, i)
 				res, err := c.Close(t.Context(), task(id, 1))
-				if err != nil || res != (closer.Result{Outcome: closer.Closed, Detail: id}) {
+				if err != nil || res != (closer.Result{Outcome: outcome.Closed, Detail: id}) {
 					t.Errorf("Close(%s) = %+v, %v", id, res, err)
 				}
 			})

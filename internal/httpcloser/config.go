@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // Defaults of Config.
@@ -21,7 +21,7 @@ const (
 	DefaultBody                = BodyPayload
 	DefaultContentType         = "application/json"
 	DefaultTimeout             = 5 * time.Second
-	DefaultConflictOutcome     = closer.AlreadyClosed
+	DefaultConflictOutcome     = outcome.AlreadyClosed
 	DefaultMaxIdleConnsPerHost = 64
 )
 
@@ -97,7 +97,7 @@ type Config struct {
 	// ConflictOutcome is the outcome of a 409 Conflict answer:
 	// already_closed or skipped. Default DefaultConflictOutcome
 	// (already_closed).
-	ConflictOutcome closer.Outcome `yaml:"conflict_outcome"`
+	ConflictOutcome outcome.Outcome `yaml:"conflict_outcome"`
 	// MaxIdleConnsPerHost bounds the keep-alive connections kept open to
 	// the server; set it to at least the canceller's concurrency. Default
 	// DefaultMaxIdleConnsPerHost (64).
@@ -220,9 +220,9 @@ func (c Config) Validate() []error {
 	}
 	errs = append(errs, c.TLS.Validate()...) // its messages start with tls.
 	switch c.ConflictOutcome {
-	case closer.AlreadyClosed, closer.Skipped:
+	case outcome.AlreadyClosed, outcome.Skipped:
 	default:
-		bad("conflict_outcome", "%q: want %q or %q", c.ConflictOutcome, closer.AlreadyClosed, closer.Skipped)
+		bad("conflict_outcome", "%q: want %q or %q", c.ConflictOutcome, outcome.AlreadyClosed, outcome.Skipped)
 	}
 	if c.MaxIdleConnsPerHost < 1 {
 		bad("max_idle_conns_per_host", "%d: must be at least 1", c.MaxIdleConnsPerHost)

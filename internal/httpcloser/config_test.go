@@ -10,8 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 func TestValidate(t *testing.T) {
@@ -32,7 +32,7 @@ func TestValidate(t *testing.T) {
 		{name: "everything set", cfg: Config{
 			URL: "http://127.0.0.1:8080/close/{kind}/{id}?reason=deadline&id={id}", Method: "DELETE",
 			Headers: map[string]string{"X-Tenant": "eu-1", "x-lower": "ok\tok"}, Body: BodyNone, ContentType: "text/plain",
-			Timeout: time.Second, BearerToken: conf.Secret{File: tokenFile}, ConflictOutcome: closer.Skipped, MaxIdleConnsPerHost: 4,
+			Timeout: time.Second, BearerToken: conf.Secret{File: tokenFile}, ConflictOutcome: outcome.Skipped, MaxIdleConnsPerHost: 4,
 		}},
 		{name: "lower-case method", cfg: Config{URL: base, Method: "patch"}},
 		{name: "bearer from env", cfg: Config{URL: base, BearerToken: conf.Secret{Env: "HTTPCLOSER_TEST_TOKEN"}}},
@@ -75,7 +75,7 @@ func TestValidate(t *testing.T) {
 		{name: "basic without password", cfg: Config{URL: base, BasicAuth: BasicAuth{Username: "u"}}, want: []string{"basic_auth.password: "}},
 		{name: "tls cert without key", cfg: Config{URL: base, TLS: conf.TLS{CertFile: tokenFile}}, want: []string{"tls.cert_file and tls.key_file"}},
 		{name: "tls ca not pem", cfg: Config{URL: base, TLS: conf.TLS{CAFile: tokenFile}}, want: []string{"tls.ca_file: "}},
-		{name: "conflict outcome", cfg: Config{URL: base, ConflictOutcome: closer.Closed}, want: []string{"conflict_outcome: "}},
+		{name: "conflict outcome", cfg: Config{URL: base, ConflictOutcome: outcome.Closed}, want: []string{"conflict_outcome: "}},
 		{name: "idle conns", cfg: Config{URL: base, MaxIdleConnsPerHost: -1}, want: []string{"max_idle_conns_per_host: "}},
 		{name: "every problem at once", cfg: Config{URL: "ftp://x", Method: "GET", Body: "x", Timeout: -1}, want: []string{
 			"url: ", "method: ", "body: ", "timeout: ",
@@ -111,9 +111,9 @@ func TestWithDefaults(t *testing.T) {
 		t.Errorf("WithDefaults = %+v, want %+v", got, want)
 	}
 	set := Config{URL: "u", Method: "PUT", Body: BodyNone, ContentType: "text/plain", Timeout: time.Minute,
-		ConflictOutcome: closer.Skipped, MaxIdleConnsPerHost: 3}
+		ConflictOutcome: outcome.Skipped, MaxIdleConnsPerHost: 3}
 	if again := set.WithDefaults(); again.Method != "PUT" || again.Body != BodyNone || again.ContentType != "text/plain" ||
-		again.Timeout != time.Minute || again.ConflictOutcome != closer.Skipped || again.MaxIdleConnsPerHost != 3 {
+		again.Timeout != time.Minute || again.ConflictOutcome != outcome.Skipped || again.MaxIdleConnsPerHost != 3 {
 		t.Errorf("WithDefaults changed set fields: %+v", again)
 	}
 }
@@ -167,7 +167,7 @@ max_idle_conns_per_host: 16
 	}
 	if got.URL != "https://orders.internal/api/orders/{id}/confirm" || got.Method != "PUT" || got.Headers["X-Tenant"] != "eu-1" ||
 		got.Body != BodyNone || got.Timeout != 2500*time.Millisecond || got.BearerToken != (conf.Secret{File: "/var/run/secrets/orders/token"}) ||
-		got.TLS != (conf.TLS{CAFile: "/etc/orders/ca.pem", ServerName: "orders.internal"}) || got.ConflictOutcome != closer.Skipped ||
+		got.TLS != (conf.TLS{CAFile: "/etc/orders/ca.pem", ServerName: "orders.internal"}) || got.ConflictOutcome != outcome.Skipped ||
 		got.MaxIdleConnsPerHost != 16 {
 		t.Errorf("decoded %+v", got)
 	}

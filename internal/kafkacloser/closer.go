@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -112,7 +113,7 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 		}
 		return closer.Result{}, err
 	}
-	return closer.Result{Outcome: closer.Closed, Detail: fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)}, nil
+	return closer.Result{Outcome: outcome.Closed, Detail: fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)}, nil
 }
 
 // record returns the close command of t.

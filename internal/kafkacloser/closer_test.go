@@ -21,6 +21,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/kfaketest"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -166,7 +167,7 @@ func TestEventValue(t *testing.T) {
 			if string(r.Value) != tc.want {
 				t.Errorf("value\n got %s\nwant %s", r.Value, tc.want)
 			}
-			if want := (closer.Result{Outcome: closer.Closed, Detail: detailOf(r)}); res != want {
+			if want := (closer.Result{Outcome: outcome.Closed, Detail: detailOf(r)}); res != want {
 				t.Errorf("Close = %+v, want %+v", res, want)
 			}
 			var cmd Command
@@ -245,7 +246,7 @@ func TestConcurrent(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			res, err := c.Close(testCtx(t), task(fmt.Sprint("o-", i), fmt.Sprintf(`{"i":%d}`, i), 1))
-			if err != nil || res.Outcome != closer.Closed {
+			if err != nil || res.Outcome != outcome.Closed {
 				t.Errorf("Close o-%d = %+v, %v", i, res, err)
 			}
 			details[i] = res.Detail

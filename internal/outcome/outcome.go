@@ -1,136 +1,42 @@
-// Package outcome is the outcome event: one per close attempt, produced by
-// the canceller to the outcomes topic (hourglass.outcomes), keyed by task id,
-// JSON-encoded. The recorder loads them into ClickHouse; the demo and the
-// benchmark read them to measure lateness.
 package outcome
 
-import (
-	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"unicode/utf8"
-)
+// Outcome is what a close attempt found. The values are stable: they are
+// the outcome field of an event, a ClickHouse column and a metric label.
+// The zero value is no outcome (a close that returned an error).
+type Outcome string
 
-// Version is the event schema version written in Event.V.
-const Version = 1
-
-// Event is one close attempt. Times are unix milliseconds; zero means
-// unknown. Field names are stable (they are ClickHouse columns).
-type Event struct {
-	V           int    `json:"v"`
-	TaskID      string `json:"task_id"`
-	Kind        string `json:"kind"`
-	Outcome     string `json:"outcome"`          // a closer.Outcome, or Retry
-	Detail      string `json:"detail,omitempty"` // e.g. the state that made a close skip
-	Error       string `json:"error,omitempty"`
-	Attempt     int    `json:"attempt"`
-	Hops        int    `json:"hops"`
-	Path        string `json:"path"`
-	ScheduledMs int64  `json:"scheduled_ms"`
-	DueMs       int64  `json:"due_ms"` // due time of this attempt
-	// DeadlineMs is the task's deadline: DueMs of its first attempt. A
-	// retry is due later than the deadline; lateness against the deadline
-	// is ClosedMs - DeadlineMs.
-	DeadlineMs  int64  `json:"deadline_ms"`
-	ForwardedMs int64  `json:"forwarded_ms"`
-	ClosedMs    int64  `json:"closed_ms"`   // when the close returned
-	LatenessMs  int64  `json:"lateness_ms"` // ClosedMs - DueMs
-	Instance    string `json:"instance"`
-	// Source locates the cancel record: with Attempt it identifies the
-	// attempt, so replays after a crash can be deduplicated.
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-}
-
-// Retry is the outcome of an attempt that failed with a retryable error:
-// the task was rescheduled for another attempt. The other outcomes are the
-// closer's (closer.Outcome): closed, already_closed, skipped, not_found,
-// and failed for an attempt that failed for good (the task went to the
-// dead-letter topic).
-const Retry = "retry"
-
-// Limits of the text fields of an encoded event, in bytes before JSON
-// escaping: Marshal cuts longer ones (on a character boundary, ending in
-// "..."), so that an event always fits the outcomes topic, whatever the
-// record it reports on carried. A task id within the router's key limit
-// (tiers.DefaultMaxKeyBytes) is never cut; JSON escaping can make a field
-// up to six times as long, and an event stays below 64 KiB.
+// Outcomes of a close attempt, in the order reports list them (All).
 const (
-	MaxTaskIDBytes   = 1024
-	MaxKindBytes     = 128
-	MaxDetailBytes   = 1024
-	MaxErrorBytes    = 2048
-	MaxPathBytes     = 1024
-	MaxInstanceBytes = 256
-	MaxTopicBytes    = 249
+	// Closed: the task was open and is now closed (the order is cancelled).
+	Closed Outcome = "closed"
+	// AlreadyClosed: it was closed before (a duplicate delivery, or closed by
+	// another path). Nothing changed.
+	AlreadyClosed Outcome = "already_closed"
+	// Skipped: it is in a state that must not be closed, such as paid.
+	// The detail names the state. Nothing changed.
+	Skipped Outcome = "skipped"
+	// NotFound: no such task in the store. Nothing changed.
+	NotFound Outcome = "not_found"
+	// Retry: the attempt failed with a retryable error and the task was
+	// rescheduled for another attempt. Only events carry it; a closer
+	// never returns it.
+	Retry Outcome = "retry"
+	// Failed: the close failed; the error says why. In an event it marks
+	// an attempt that failed for good (the task went to the dead-letter
+	// topic); one that will be retried is Retry.
+	Failed Outcome = "failed"
 )
 
-// Marshal encodes e, with its text fields cut to their limits (see
-// MaxTaskIDBytes). HTML characters are not escaped: an event is not HTML.
-func (e *Event) Marshal() ([]byte, error) {
-	c := *e
-	c.TaskID = clip(c.TaskID, MaxTaskIDBytes)
-	c.Kind = clip(c.Kind, MaxKindBytes)
-	c.Detail = clip(c.Detail, MaxDetailBytes)
-	c.Error = clip(c.Error, MaxErrorBytes)
-	c.Path = clip(c.Path, MaxPathBytes)
-	c.Instance = clip(c.Instance, MaxInstanceBytes)
-	c.Topic = clip(c.Topic, MaxTopicBytes)
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&c); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// All is every outcome, in the order reports list them.
+var All = []Outcome{Closed, AlreadyClosed, Skipped, NotFound, Retry, Failed}
 
-// clip cuts s to at most n bytes on a rune boundary, ending the cut text in
-// "...".
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+// Final reports whether o is the outcome of a close that needs nothing more:
+// Closed, AlreadyClosed, Skipped or NotFound. Failed ends a task too, but
+// with an error; it is not final in this sense.
+func (o Outcome) Final() bool {
+	switch o {
+	case Closed, AlreadyClosed, Skipped, NotFound:
+		return true
 	}
-	keep := n - len("...")
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + "..."
-}
-
-// HeaderSignature is the header of an outcome event that carries its
-// signature: the hex HMAC-SHA256 of the record's value under the key shared
-// by the canceller and the recorder (see Sign).
-const HeaderSignature = "hourglass-signature"
-
-// Sign returns the signature of an encoded event under key. With a key
-// configured, the canceller signs every event and the recorder stores only
-// events whose signature verifies: a record that reaches the outcomes topic
-// from anywhere else (a producer with write access, a misrouted record)
-// cannot rewrite the history of a deadline.
-func Sign(key, value []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(value)
-	return hex.AppendEncode(nil, m.Sum(nil))
-}
-
-// Verify reports whether sig is the signature of value under key.
-func Verify(key, value, sig []byte) bool {
-	return hmac.Equal(Sign(key, value), sig)
-}
-
-// Unmarshal decodes an event and checks its version.
-func Unmarshal(b []byte) (Event, error) {
-	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
-		return Event{}, fmt.Errorf("outcome event: %w", err)
-	}
-	if e.V != Version {
-		return Event{}, fmt.Errorf("outcome event: version %d, want %d", e.V, Version)
-	}
-	return e, nil
+	return false
 }

@@ -88,7 +88,7 @@ func setup(t *testing.T) *bundle {
 // event i: attempt i of cancel record offset i, closed i seconds after t0,
 // final or failed, late by 2 + (i*37 % 5000) ms.
 func event(i int) outcome.Event {
-	outcomes := []string{"closed", "closed", "closed", "already_closed", "skipped", "not_found", "failed"}
+	outcomes := []outcome.Outcome{"closed", "closed", "closed", "already_closed", "skipped", "not_found", "failed"}
 	closed := t0.Add(time.Duration(i) * time.Second).UnixMilli()
 	late := int64(2 + i*37%5000)
 	e := outcome.Event{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // WriteHTML writes r as one self-contained HTML page: inline CSS, inline
@@ -36,6 +37,7 @@ type htmlData struct {
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"q":       cli.Quote,
+	"qo":      func(o outcome.Outcome) string { return cli.Quote(string(o)) },
 	"ms":      ms,
 	"bms":     bucketMs,
 	"time":    func(t time.Time) string { return t.Format(timeLayout) },
@@ -96,7 +98,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #424a53; }
 {{.Outcomes}}
 {{if .R.Counts}}<table>
 <tr><th>kind</th><th>outcome</th><th>attempts</th><th>duplicate rows</th></tr>
-{{range .R.Counts}}<tr><td>{{q .Kind}}</td><td>{{q .Outcome}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.DuplicateRows}}</td></tr>
+{{range .R.Counts}}<tr><td>{{q .Kind}}</td><td>{{qo .Outcome}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.DuplicateRows}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Lateness over time</h2>
 {{.Timeline}}
@@ -108,7 +110,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #424a53; }
 <h2>Latest late (over {{ms .R.LateThresholdMs}}) or failed attempts</h2>
 {{if .R.Late}}<table>
 <tr><th>closed (UTC)</th><th>task</th><th>kind</th><th>outcome</th><th>lateness</th><th>attempt</th><th>path</th><th>error or detail</th></tr>
-{{range .R.Late}}<tr><td>{{attempt .Closed}}</td><td>{{q .TaskID}}</td><td>{{q .Kind}}</td><td>{{q .Outcome}}</td><td class="n">{{ms .LatenessMs}}</td><td class="n">{{.Attempt}}</td><td>{{none .Path}}</td><td class="err">{{why .}}</td></tr>
+{{range .R.Late}}<tr><td>{{attempt .Closed}}</td><td>{{q .TaskID}}</td><td>{{q .Kind}}</td><td>{{qo .Outcome}}</td><td class="n">{{ms .LatenessMs}}</td><td class="n">{{.Attempt}}</td><td>{{none .Path}}</td><td class="err">{{why .}}</td></tr>
 {{end}}</table>{{else}}<p class="empty">None.</p>{{end}}
 <h2>Timeline ({{ms .R.BucketMs}} buckets)</h2>
 {{if .R.Timeline}}<table>
@@ -120,7 +122,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #424a53; }
 `))
 
 // outcomeColors are the bar colors of the outcomes; others are purple.
-var outcomeColors = map[string]string{
+var outcomeColors = map[outcome.Outcome]string{
 	"closed": "#1a7f37", "already_closed": "#4ac26b", "skipped": "#8c959f", "not_found": "#bf8700",
 	"retry": "#0969da", "failed": "#cf222e",
 }
@@ -145,9 +147,9 @@ func outcomeChart(counts []OutcomeCount) string {
 		if !ok {
 			color = "#8250df"
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, label-8, y+barH/2+4, html.EscapeString(cli.Quote(c.Outcome)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, label-8, y+barH/2+4, html.EscapeString(cli.Quote(string(c.Outcome))))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" rx="3" fill="%s"><title>%s: %d</title></rect>`,
-			label, y, math.Max(w, 1), barH, color, html.EscapeString(cli.Quote(c.Outcome)), c.Attempts)
+			label, y, math.Max(w, 1), barH, color, html.EscapeString(cli.Quote(string(c.Outcome))), c.Attempts)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%d</text>`, float64(label)+math.Max(w, 1)+6, y+barH/2+4, c.Attempts)
 	}
 	b.WriteString(`</svg>`)

@@ -101,13 +101,13 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	var rows [][]string
 	for _, o := range r.Outcomes {
-		rows = append(rows, []string{cli.Quote(o.Outcome), fmt.Sprint(o.Attempts)})
+		rows = append(rows, []string{cli.Quote(string(o.Outcome)), fmt.Sprint(o.Attempts)})
 	}
 	table("Outcomes", "OUTCOME\tATTEMPTS", rows)
 
 	rows = nil
 	for _, c := range r.Counts {
-		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(c.Outcome), fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
+		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(string(c.Outcome)), fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
 	}
 	table("Attempts by kind and outcome", "KIND\tOUTCOME\tATTEMPTS\tDUPLICATE ROWS", rows)
 
@@ -126,7 +126,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if why == "" {
 			why = noneLabel
 		}
-		rows = append(rows, []string{a.Closed.Format(attemptTime), cli.Quote(a.TaskID), cli.Quote(a.Kind), cli.Quote(a.Outcome),
+		rows = append(rows, []string{a.Closed.Format(attemptTime), cli.Quote(a.TaskID), cli.Quote(a.Kind), cli.Quote(string(a.Outcome)),
 			ms(a.LatenessMs), fmt.Sprint(a.Attempt), cli.Quote(orNone(a.Path)), cli.Quote(oneLine(why))})
 	}
 	table(fmt.Sprintf("Latest %d late (over %s) or failed attempts, newest first", r.Limit, ms(r.LateThresholdMs)),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // Defaults of Options.
@@ -69,7 +70,7 @@ type Report struct {
 	Limit           int       `json:"limit"`
 	Summary         Summary   `json:"summary"`
 	// Outcomes are the attempts by outcome, all kinds together, in the
-	// order of OutcomeOrder.
+	// order of outcome.All, then any other outcome, sorted.
 	Outcomes []OutcomeCount `json:"outcomes"`
 	// Counts are the attempts by kind and outcome.
 	Counts []Count `json:"counts"`
@@ -113,16 +114,16 @@ type Quantiles struct {
 
 // OutcomeCount is the number of attempts with one outcome.
 type OutcomeCount struct {
-	Outcome  string `json:"outcome"`
-	Attempts int64  `json:"attempts"`
+	Outcome  outcome.Outcome `json:"outcome"`
+	Attempts int64           `json:"attempts"`
 }
 
 // Count is the number of attempts of one kind with one outcome.
 type Count struct {
-	Kind          string `json:"kind"`
-	Outcome       string `json:"outcome"`
-	Attempts      int64  `json:"attempts"`
-	DuplicateRows int64  `json:"duplicate_rows"`
+	Kind          string          `json:"kind"`
+	Outcome       outcome.Outcome `json:"outcome"`
+	Attempts      int64           `json:"attempts"`
+	DuplicateRows int64           `json:"duplicate_rows"`
 }
 
 // Lateness are the quantiles of one first tier and kind.
@@ -134,20 +135,20 @@ type Lateness struct {
 
 // Attempt is one late or failed close attempt.
 type Attempt struct {
-	TaskID     string    `json:"task_id"`
-	Kind       string    `json:"kind"`
-	Outcome    string    `json:"outcome"`
-	Detail     string    `json:"detail,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	Attempt    int       `json:"attempt"`
-	Path       string    `json:"path"`
-	Due        time.Time `json:"due"`
-	Closed     time.Time `json:"closed"`
-	LatenessMs int64     `json:"lateness_ms"`
-	Instance   string    `json:"instance"`
-	Topic      string    `json:"topic"`
-	Partition  int32     `json:"partition"`
-	Offset     int64     `json:"offset"`
+	TaskID     string          `json:"task_id"`
+	Kind       string          `json:"kind"`
+	Outcome    outcome.Outcome `json:"outcome"`
+	Detail     string          `json:"detail,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Attempt    int             `json:"attempt"`
+	Path       string          `json:"path"`
+	Due        time.Time       `json:"due"`
+	Closed     time.Time       `json:"closed"`
+	LatenessMs int64           `json:"lateness_ms"`
+	Instance   string          `json:"instance"`
+	Topic      string          `json:"topic"`
+	Partition  int32           `json:"partition"`
+	Offset     int64           `json:"offset"`
 }
 
 // Bucket is the lateness of the final attempts that closed in [Start,
@@ -161,10 +162,6 @@ type Bucket struct {
 	Failed  int64     `json:"failed"`
 	Retried int64     `json:"retried"`
 }
-
-// OutcomeOrder is the order of Report.Outcomes; other outcomes follow,
-// sorted.
-var OutcomeOrder = []string{"closed", "already_closed", "skipped", "not_found", "retry", "failed"}
 
 // Build queries store for the report of o's window.
 func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error) {
@@ -210,14 +207,14 @@ func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	byOutcome := map[string]int64{}
+	byOutcome := map[outcome.Outcome]int64{}
 	for _, c := range counts {
 		r.Counts = append(r.Counts, Count{Kind: c.Kind, Outcome: c.Outcome, Attempts: c.Attempts, DuplicateRows: c.Duplicates})
 		byOutcome[c.Outcome] += c.Attempts
-		switch c.Outcome {
-		case "closed", "already_closed", "skipped", "not_found":
+		switch {
+		case c.Outcome.Final():
 			r.Summary.Final += c.Attempts
-		case "retry":
+		case c.Outcome == outcome.Retry:
 			r.Summary.Retried += c.Attempts
 		}
 	}
@@ -269,18 +266,18 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// orderOutcomes lists counts in OutcomeOrder, then any other outcome
-// sorted, leaving out the known outcomes without attempts.
-func orderOutcomes(counts map[string]int64) []OutcomeCount {
+// orderOutcomes lists counts in the order of outcome.All, then any other
+// outcome sorted, leaving out the known outcomes without attempts.
+func orderOutcomes(counts map[outcome.Outcome]int64) []OutcomeCount {
 	out := []OutcomeCount{}
-	known := map[string]bool{}
-	for _, o := range OutcomeOrder {
+	known := map[outcome.Outcome]bool{}
+	for _, o := range outcome.All {
 		known[o] = true
 		if n := counts[o]; n > 0 {
 			out = append(out, OutcomeCount{o, n})
 		}
 	}
-	var others []string
+	var others []outcome.Outcome
 	for o := range counts {
 		if !known[o] {
 			others = append(others, o)

@@ -27,7 +27,7 @@ var t0 = time.Date(2024, 5, 14, 12, 0, 0, 0, time.UTC)
 // offset off.
 func ev(task, kind, out, path string, at time.Duration, late, off int64) outcome.Event {
 	closed := t0.Add(at).UnixMilli()
-	return outcome.Event{V: outcome.Version, TaskID: task, Kind: kind, Outcome: out, Path: path, Attempt: 1,
+	return outcome.Event{V: outcome.Version, TaskID: task, Kind: kind, Outcome: outcome.Outcome(out), Path: path, Attempt: 1,
 		DueMs: closed - late, DeadlineMs: closed - late, ClosedMs: closed, LatenessMs: late, Instance: "i1",
 		Topic: "hourglass.cancel", Partition: 0, Offset: off}
 }
@@ -99,7 +99,7 @@ func TestBuild(t *testing.T) {
 	}
 	var late []string
 	for _, a := range r.Late {
-		late = append(late, a.TaskID+"/"+a.Outcome)
+		late = append(late, a.TaskID+"/"+string(a.Outcome))
 	}
 	if want := []string{"n/not_found", "f/failed"}; !reflect.DeepEqual(late, want) {
 		t.Errorf("late %v, want %v", late, want)

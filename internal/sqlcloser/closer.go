@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // Closer closes orders in a SQL table. It is safe for concurrent use.
@@ -249,7 +250,7 @@ func (st *statement) bind(key any) []any {
 // the ones that will not go away on a retry are marked closer.Permanent.
 // When ctx ends, the error wraps ctx's error.
 func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
-	failed := closer.Result{Outcome: closer.Failed}
+	failed := closer.Result{Outcome: outcome.Failed}
 	if t.ID == "" {
 		return failed, closer.Permanent(errors.New("close: empty task id"))
 	}
@@ -265,21 +266,21 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 		return failed, c.wrap(ctx, "close", t.ID, err)
 	}
 	if n == 1 {
-		return closer.Result{Outcome: closer.Closed}, nil
+		return closer.Result{Outcome: outcome.Closed}, nil
 	}
 
 	status, err := c.lookup(ctx, key)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return closer.Result{Outcome: closer.NotFound}, nil
+		return closer.Result{Outcome: outcome.NotFound}, nil
 	case err != nil:
 		return failed, c.wrap(ctx, "look up status of", t.ID, err)
 	case status.Valid && status.String == c.cfg.ClosedStatus:
-		return closer.Result{Outcome: closer.AlreadyClosed}, nil
+		return closer.Result{Outcome: outcome.AlreadyClosed}, nil
 	case !status.Valid:
-		return closer.Result{Outcome: closer.Skipped, Detail: "NULL"}, nil
+		return closer.Result{Outcome: outcome.Skipped, Detail: "NULL"}, nil
 	default:
-		return closer.Result{Outcome: closer.Skipped, Detail: status.String}, nil
+		return closer.Result{Outcome: outcome.Skipped, Detail: status.String}, nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
@@ -36,26 +37,26 @@ func TestClose(t *testing.T) {
 		{
 			name:         "unpaid is closed",
 			seed:         "UNPAID",
-			want:         []closer.Result{{Outcome: closer.Closed}},
+			want:         []closer.Result{{Outcome: outcome.Closed}},
 			wantStatus:   "CLOSED",
 			wantClosedAt: true,
 		},
 		{
 			name:         "second close is already closed",
 			seed:         "UNPAID",
-			want:         []closer.Result{{Outcome: closer.Closed}, {Outcome: closer.AlreadyClosed}, {Outcome: closer.AlreadyClosed}},
+			want:         []closer.Result{{Outcome: outcome.Closed}, {Outcome: outcome.AlreadyClosed}, {Outcome: outcome.AlreadyClosed}},
 			wantStatus:   "CLOSED",
 			wantClosedAt: true,
 		},
 		{
 			name:       "paid is skipped and unchanged",
 			seed:       "PAID",
-			want:       []closer.Result{{Outcome: closer.Skipped, Detail: "PAID"}, {Outcome: closer.Skipped, Detail: "PAID"}},
+			want:       []closer.Result{{Outcome: outcome.Skipped, Detail: "PAID"}, {Outcome: outcome.Skipped, Detail: "PAID"}},
 			wantStatus: "PAID",
 		},
 		{
 			name: "missing is not found",
-			want: []closer.Result{{Outcome: closer.NotFound}},
+			want: []closer.Result{{Outcome: outcome.NotFound}},
 		},
 		{
 			name: "several open statuses",
@@ -64,7 +65,7 @@ func TestClose(t *testing.T) {
 				c.ClosedStatus = "CANCELLED"
 			},
 			seed:         "PENDING",
-			want:         []closer.Result{{Outcome: closer.Closed}, {Outcome: closer.AlreadyClosed}},
+			want:         []closer.Result{{Outcome: outcome.Closed}, {Outcome: outcome.AlreadyClosed}},
 			wantStatus:   "CANCELLED",
 			wantClosedAt: true,
 		},
@@ -74,7 +75,7 @@ func TestClose(t *testing.T) {
 				c.OpenStatuses = []string{"PENDING"}
 			},
 			seed:       "UNPAID",
-			want:       []closer.Result{{Outcome: closer.Skipped, Detail: "UNPAID"}},
+			want:       []closer.Result{{Outcome: outcome.Skipped, Detail: "UNPAID"}},
 			wantStatus: "UNPAID",
 		},
 		{
@@ -85,7 +86,7 @@ func TestClose(t *testing.T) {
 				c.ClosedAtColumn = "-"
 			},
 			seed:       "UNPAID",
-			want:       []closer.Result{{Outcome: closer.Closed}, {Outcome: closer.AlreadyClosed}},
+			want:       []closer.Result{{Outcome: outcome.Closed}, {Outcome: outcome.AlreadyClosed}},
 			wantStatus: "CLOSED",
 		},
 		{
@@ -98,7 +99,7 @@ func TestClose(t *testing.T) {
 					FROM ` + b.table + ` WHERE id = CAST($1 AS DECIMAL(20,0))`)
 			},
 			seed:         "NEW",
-			want:         []closer.Result{{Outcome: closer.Closed}, {Outcome: closer.AlreadyClosed}},
+			want:         []closer.Result{{Outcome: outcome.Closed}, {Outcome: outcome.AlreadyClosed}},
 			wantStatus:   "VOID",
 			wantClosedAt: true,
 		},
@@ -108,7 +109,7 @@ func TestClose(t *testing.T) {
 				c.StatusStatement = b.q(`SELECT lower(status) FROM ` + b.table + ` WHERE id = $1`)
 			},
 			seed:       "PAID",
-			want:       []closer.Result{{Outcome: closer.Skipped, Detail: "paid"}},
+			want:       []closer.Result{{Outcome: outcome.Skipped, Detail: "paid"}},
 			wantStatus: "PAID",
 		},
 		{
@@ -117,7 +118,7 @@ func TestClose(t *testing.T) {
 				c.StatusStatement = b.q(`SELECT status FROM ` + b.table + ` WHERE id = $1 AND status <> 'PAID'`)
 			},
 			seed:       "PAID",
-			want:       []closer.Result{{Outcome: closer.NotFound}},
+			want:       []closer.Result{{Outcome: outcome.NotFound}},
 			wantStatus: "PAID",
 		},
 	}
@@ -176,14 +177,14 @@ func TestCloseDuplicates(t *testing.T) {
 
 			const n = 50
 			outcomes := runConcurrently(t, n, func(int) (closer.Result, error) { return closeOne(t, c, "7") })
-			if outcomes[closer.Closed] != 1 || outcomes[closer.AlreadyClosed] != n-1 {
+			if outcomes[outcome.Closed] != 1 || outcomes[outcome.AlreadyClosed] != n-1 {
 				t.Errorf("outcomes = %v, want 1 closed and %d already_closed", outcomes, n-1)
 			}
 			first, _ := b.row(t, 7)
 			if first.status != "CLOSED" || !first.closedAt.Valid || first.changes != 1 {
 				t.Errorf("row = %+v, want CLOSED with closed_at, changed once", first)
 			}
-			if got := mustClose(t, c, "7"); got.Outcome != closer.AlreadyClosed {
+			if got := mustClose(t, c, "7"); got.Outcome != outcome.AlreadyClosed {
 				t.Errorf("late duplicate: %+v", got)
 			}
 			if again, _ := b.row(t, 7); again != first {
@@ -195,11 +196,11 @@ func TestCloseDuplicates(t *testing.T) {
 
 // runConcurrently runs f n times at once and counts the outcomes; an
 // error fails the test.
-func runConcurrently(t testing.TB, n int, f func(i int) (closer.Result, error)) map[closer.Outcome]int {
+func runConcurrently(t testing.TB, n int, f func(i int) (closer.Result, error)) map[outcome.Outcome]int {
 	t.Helper()
 	var (
 		mu       sync.Mutex
-		outcomes = map[closer.Outcome]int{}
+		outcomes = map[outcome.Outcome]int{}
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
 	)
@@ -272,12 +273,12 @@ func TestClosePaymentRace(t *testing.T) {
 				switch {
 				case r.status == "CLOSED":
 					nClosed++
-					if closes[i].Outcome != closer.Closed || paid[i] != 0 || !r.closedAt.Valid {
+					if closes[i].Outcome != outcome.Closed || paid[i] != 0 || !r.closedAt.Valid {
 						t.Errorf("order %d CLOSED: close %+v, payment changed %d rows, closed_at %v", i, closes[i], paid[i], r.closedAt)
 					}
 				case r.status == "PAID":
 					nPaid++
-					want := closer.Result{Outcome: closer.Skipped, Detail: "PAID"}
+					want := closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}
 					if closes[i] != want || paid[i] != 1 || r.closedAt.Valid {
 						t.Errorf("order %d PAID: close %+v, payment changed %d rows, closed_at %v", i, closes[i], paid[i], r.closedAt)
 					}
@@ -345,7 +346,7 @@ func TestCloseRelease(t *testing.T) {
 			outcomes := runConcurrently(t, 10*orders, func(i int) (closer.Result, error) {
 				return closeOne(t, c, id(int64(i%orders)))
 			})
-			want := map[closer.Outcome]int{closer.Closed: orders - 1, closer.AlreadyClosed: 9 * (orders - 1), closer.Skipped: 10}
+			want := map[outcome.Outcome]int{outcome.Closed: orders - 1, outcome.AlreadyClosed: 9 * (orders - 1), outcome.Skipped: 10}
 			if len(outcomes) != len(want) {
 				t.Errorf("outcomes = %v, want %v", outcomes, want)
 			}
@@ -381,7 +382,7 @@ func TestCloseReleaseFails(t *testing.T) {
 				c := newCloser(t, cfg)
 				b.insert(t, 1, "UNPAID", time.Time{})
 				res, err := closeOne(t, c, "1")
-				if err == nil || !closer.IsPermanent(err) || res.Outcome != closer.Failed {
+				if err == nil || !closer.IsPermanent(err) || res.Outcome != outcome.Failed {
 					t.Fatalf("Close = %+v, %v; want failed, a permanent error", res, err)
 				}
 				if !contains(err.Error(), `close "1"`, "release") {
@@ -414,7 +415,7 @@ func TestCloseReleaseFails(t *testing.T) {
 				start := time.Now()
 				res, err := closeOne(t, c, "0")
 				took := time.Since(start)
-				if err == nil || closer.IsPermanent(err) || res.Outcome != closer.Failed {
+				if err == nil || closer.IsPermanent(err) || res.Outcome != outcome.Failed {
 					t.Fatalf("Close = %+v, %v; want failed, a retryable error", res, err)
 				}
 				if took > 5*time.Second {
@@ -434,7 +435,7 @@ func TestCloseReleaseFails(t *testing.T) {
 					t.Errorf("stock %d after a failed release, want 0", got)
 				}
 				// The retry closes and releases once.
-				if got := mustClose(t, c, "0"); got.Outcome != closer.Closed {
+				if got := mustClose(t, c, "0"); got.Outcome != outcome.Closed {
 					t.Errorf("retry: %+v", got)
 				}
 				if got := b.stock(t, 0); got != 3 {
@@ -522,7 +523,7 @@ func TestCloseErrors(t *testing.T) {
 						t.Fatalf("Close = %+v, want an error", res)
 					}
 					t.Logf("%v", err)
-					if res.Outcome != closer.Failed {
+					if res.Outcome != outcome.Failed {
 						t.Errorf("outcome %q, want failed", res.Outcome)
 					}
 					if got := closer.IsPermanent(err); got != tt.wantPermanent {
@@ -545,7 +546,7 @@ func TestCloseErrors(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
 				res, err := c.Close(ctx, closer.Task{ID: "1"})
-				if !errors.Is(err, context.Canceled) || closer.IsPermanent(err) || res.Outcome != closer.Failed {
+				if !errors.Is(err, context.Canceled) || closer.IsPermanent(err) || res.Outcome != outcome.Failed {
 					t.Fatalf("Close = %+v, %v; want failed, context.Canceled", res, err)
 				}
 			})
@@ -577,7 +578,7 @@ func TestCloseOutage(t *testing.T) {
 		start := time.Now()
 		res, err := closeOne(t, c, id(i))
 		took := time.Since(start)
-		if err == nil || closer.IsPermanent(err) || res.Outcome != closer.Failed {
+		if err == nil || closer.IsPermanent(err) || res.Outcome != outcome.Failed {
 			t.Fatalf("close %d while down = %+v, %v; want failed, a retryable error", i, res, err)
 		}
 		if took > 3*cfg.StatementTimeout {
@@ -588,7 +589,7 @@ func TestCloseOutage(t *testing.T) {
 
 	pg.Start(t)
 	for i := int64(10); i < 15; i++ {
-		if res := mustClose(t, c, id(i)); res.Outcome != closer.Closed {
+		if res := mustClose(t, c, id(i)); res.Outcome != outcome.Closed {
 			t.Fatalf("close %d after restart = %+v", i, res)
 		}
 	}
@@ -598,7 +599,7 @@ func TestCloseOutage(t *testing.T) {
 	runConcurrently(t, 5, func(i int) (closer.Result, error) { return closeOne(t, c, id(int64(i+15))) })
 	pg.Stop(t)
 	pg.Start(t)
-	if res := mustClose(t, c, "0"); res.Outcome != closer.AlreadyClosed {
+	if res := mustClose(t, c, "0"); res.Outcome != outcome.AlreadyClosed {
 		t.Fatalf("close 0 after an idle restart = %+v", res)
 	}
 
@@ -638,7 +639,7 @@ func benchmarkClose(b *testing.B, driver string) {
 		for pb.Next() {
 			n := next.Add(1)
 			res, err := c.Close(ctx, closer.Task{ID: id(n)})
-			if err != nil || res.Outcome != closer.Closed {
+			if err != nil || res.Outcome != outcome.Closed {
 				errs.Add(1)
 			}
 		}
@@ -702,7 +703,7 @@ func TestCloseAfterServerEndsConnections(t *testing.T) {
 		// connection would fail instead of reporting already_closed.
 		for i := range int64(5) {
 			res, err := closeOne(t, c, id(round*5+i))
-			if err != nil || res.Outcome != closer.AlreadyClosed {
+			if err != nil || res.Outcome != outcome.AlreadyClosed {
 				t.Fatalf("round %d: close %d on a pool whose connections the server ended = %+v, %v; want already_closed", round, round*5+i, res, err)
 			}
 		}

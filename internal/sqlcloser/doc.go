@@ -26,9 +26,9 @@
 // returned exactly once. A custom close statement also runs in a
 // transaction, rolled back if it changed more than one row; what it
 // matches is its author's responsibility. One row changed is
-// closer.Closed. No row changed is followed by a status lookup
-// outside the transaction: no row is closer.NotFound, the closed status
-// closer.AlreadyClosed, anything else closer.Skipped with the status as
+// outcome.Closed. No row changed is followed by a status lookup
+// outside the transaction: no row is outcome.NotFound, the closed status
+// outcome.AlreadyClosed, anything else outcome.Skipped with the status as
 // Result.Detail ("PAID").
 //
 // The update is conditional, so a close delivered twice, or racing a

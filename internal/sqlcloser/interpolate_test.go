@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
@@ -75,7 +76,7 @@ func TestNewMySQLInterpolation(t *testing.T) {
 			if len(tt.wantIn) == 0 {
 				c := newCloser(t, cfg)
 				b.insert(t, 1, "UNPAID", time.Time{})
-				if got := mustClose(t, c, "1"); got.Outcome != closer.Closed {
+				if got := mustClose(t, c, "1"); got.Outcome != outcome.Closed {
 					t.Errorf("close 1 = %+v", got)
 				}
 				return
@@ -123,7 +124,7 @@ func TestCloseMySQLCharsetInjection(t *testing.T) {
 
 			res, err := closeOne(t, c, tt.id)
 			t.Logf("close %q = %+v, %v", tt.id, res, err)
-			if err == nil && res.Outcome != closer.NotFound || err != nil && !closer.IsPermanent(err) {
+			if err == nil && res.Outcome != outcome.NotFound || err != nil && !closer.IsPermanent(err) {
 				t.Errorf("close %q = %+v, %v; want not_found or a permanent error", tt.id, res, err)
 			}
 			rows, err := b.db.Query(`SELECT id, status FROM ` + table + ` ORDER BY id`)
@@ -144,7 +145,7 @@ func TestCloseMySQLCharsetInjection(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The connection still closes ordinary ids.
-			if got := mustClose(t, c, "ord-2"); got.Outcome != closer.Closed {
+			if got := mustClose(t, c, "ord-2"); got.Outcome != outcome.Closed {
 				t.Errorf("close ord-2 = %+v", got)
 			}
 		})

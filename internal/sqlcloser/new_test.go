@@ -9,6 +9,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/conf"
 	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
@@ -137,7 +138,7 @@ func TestCloseMySQLKeys(t *testing.T) {
 		const big = int64(1) << 53
 		b.insert(t, big, "UNPAID", time.Time{})
 		b.insert(t, 42, "UNPAID", time.Time{})
-		if got := mustClose(t, c, id(big+1)); got.Outcome != closer.NotFound {
+		if got := mustClose(t, c, id(big+1)); got.Outcome != outcome.NotFound {
 			t.Errorf("close %d = %+v, want not_found", big+1, got)
 		}
 		if r, _ := b.row(t, big); r.status != "UNPAID" {
@@ -149,7 +150,7 @@ func TestCloseMySQLKeys(t *testing.T) {
 		if r, _ := b.row(t, 42); r.status != "UNPAID" {
 			t.Errorf("order 42 is %q after closing 42abc", r.status)
 		}
-		if got := mustClose(t, c, id(big)); got.Outcome != closer.Closed {
+		if got := mustClose(t, c, id(big)); got.Outcome != outcome.Closed {
 			t.Errorf("close %d = %+v", big, got)
 		}
 	})
@@ -159,7 +160,7 @@ func TestCloseMySQLKeys(t *testing.T) {
 		b.exec(t, `ALTER TABLE `+b.table+` MODIFY id BIGINT UNSIGNED NOT NULL`)
 		c := newCloser(t, b.config())
 		b.exec(t, `INSERT INTO `+b.table+` (id, status) VALUES (18446744073709551615, 'UNPAID')`)
-		if got := mustClose(t, c, "18446744073709551615"); got.Outcome != closer.Closed {
+		if got := mustClose(t, c, "18446744073709551615"); got.Outcome != outcome.Closed {
 			t.Errorf("close max uint64 = %+v", got)
 		}
 		if res, err := closeOne(t, c, "-1"); !closer.IsPermanent(err) {
@@ -176,10 +177,10 @@ func TestCloseMySQLKeys(t *testing.T) {
 		cfg := b.config()
 		cfg.Table = table
 		c := newCloser(t, cfg)
-		if got := mustClose(t, c, "ord-1"); got.Outcome != closer.Closed {
+		if got := mustClose(t, c, "ord-1"); got.Outcome != outcome.Closed {
 			t.Errorf("close ord-1 = %+v", got)
 		}
-		if got := mustClose(t, c, "1.0"); got.Outcome != closer.NotFound {
+		if got := mustClose(t, c, "1.0"); got.Outcome != outcome.NotFound {
 			t.Errorf("close 1.0 = %+v, want not_found", got)
 		}
 	})

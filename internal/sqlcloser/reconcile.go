@@ -8,6 +8,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // reportListMax bounds ReconcileReport.Closed and ReconcileReport.Failed.
@@ -37,7 +38,7 @@ type ReconcileReport struct {
 	// Scanned counts the missed orders found.
 	Scanned int `json:"scanned"`
 	// Outcomes counts the closes by outcome (failed included).
-	Outcomes map[closer.Outcome]int `json:"outcomes"`
+	Outcomes map[outcome.Outcome]int `json:"outcomes"`
 	// Closed lists the ids closed, at most the first 1000.
 	Closed []string `json:"closed,omitempty"`
 	// Failed lists the closes that failed, at most the first 1000.
@@ -80,7 +81,7 @@ func (c *Closer) Reconcile(ctx context.Context, via closer.Closer, o ReconcileOp
 	}
 	start := clk.Now()
 	rep := ReconcileReport{
-		Outcomes: map[closer.Outcome]int{},
+		Outcomes: map[outcome.Outcome]int{},
 		Cutoff:   start.Add(-rc.Deadline - o.Grace).UTC(),
 	}
 	done := func(err error) (ReconcileReport, error) {
@@ -122,7 +123,7 @@ func (c *Closer) Reconcile(ctx context.Context, via closer.Closer, o ReconcileOp
 				err = fmt.Errorf("close %q: closer returned outcome %q without an error", id, res.Outcome)
 			}
 			if err != nil {
-				rep.Outcomes[closer.Failed]++
+				rep.Outcomes[outcome.Failed]++
 				if len(rep.Failed) < reportListMax {
 					rep.Failed = append(rep.Failed, ReconcileFailure{ID: id, Error: err.Error()})
 				}
@@ -132,7 +133,7 @@ func (c *Closer) Reconcile(ctx context.Context, via closer.Closer, o ReconcileOp
 				continue
 			}
 			rep.Outcomes[res.Outcome]++
-			if res.Outcome == closer.Closed && len(rep.Closed) < reportListMax {
+			if res.Outcome == outcome.Closed && len(rep.Closed) < reportListMax {
 				rep.Closed = append(rep.Closed, id)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
@@ -137,7 +138,7 @@ func TestReconcile(t *testing.T) {
 
 			// Dry run: finds them all, changes nothing.
 			rep := reconcile(t, c, nil, sqlcloser.ReconcileOptions{DryRun: true})
-			want := sqlcloser.ReconcileReport{Scanned: len(missed), Outcomes: map[closer.Outcome]int{}, Cutoff: wantCutoff, Pages: 4}
+			want := sqlcloser.ReconcileReport{Scanned: len(missed), Outcomes: map[outcome.Outcome]int{}, Cutoff: wantCutoff, Pages: 4}
 			if !reflect.DeepEqual(rep, want) {
 				t.Errorf("dry run report = %+v, want %+v", rep, want)
 			}
@@ -152,7 +153,7 @@ func TestReconcile(t *testing.T) {
 			})
 			want = sqlcloser.ReconcileReport{
 				Scanned:  len(missed),
-				Outcomes: map[closer.Outcome]int{closer.Closed: len(missed)},
+				Outcomes: map[outcome.Outcome]int{outcome.Closed: len(missed)},
 				Closed:   missed,
 				Cutoff:   wantCutoff,
 				Pages:    4,
@@ -176,7 +177,7 @@ func TestReconcile(t *testing.T) {
 
 			// A second run finds nothing.
 			rep = reconcile(t, c, nil, sqlcloser.ReconcileOptions{})
-			want = sqlcloser.ReconcileReport{Outcomes: map[closer.Outcome]int{}, Cutoff: wantCutoff, Pages: 1}
+			want = sqlcloser.ReconcileReport{Outcomes: map[outcome.Outcome]int{}, Cutoff: wantCutoff, Pages: 1}
 			if !reflect.DeepEqual(rep, want) {
 				t.Errorf("second run report = %+v, want %+v", rep, want)
 			}
@@ -215,7 +216,7 @@ func TestReconcileWhilePipelineRuns(t *testing.T) {
 			via := closer.CloserFunc(func(ctx context.Context, task closer.Task) (closer.Result, error) {
 				tasks = append(tasks, task)
 				pipeline := func(id string) {
-					if res, err := c.Close(ctx, closer.Task{ID: id}); err != nil || res.Outcome != closer.Closed {
+					if res, err := c.Close(ctx, closer.Task{ID: id}); err != nil || res.Outcome != outcome.Closed {
 						t.Errorf("pipeline close %s = %+v, %v", id, res, err)
 					}
 				}
@@ -225,12 +226,12 @@ func TestReconcileWhilePipelineRuns(t *testing.T) {
 				case "16", "20": // the pipeline gets there first
 					pipeline(task.ID)
 				case "15":
-					return closer.Result{Outcome: closer.Failed}, errBroken
+					return closer.Result{Outcome: outcome.Failed}, errBroken
 				}
 				return c.Close(ctx, task)
 			})
 			rep = reconcile(t, c, via, sqlcloser.ReconcileOptions{})
-			wantOutcomes := map[closer.Outcome]int{closer.Closed: 2, closer.AlreadyClosed: 2, closer.Failed: 1}
+			wantOutcomes := map[outcome.Outcome]int{outcome.Closed: 2, outcome.AlreadyClosed: 2, outcome.Failed: 1}
 			if rep.Scanned != 5 || !reflect.DeepEqual(rep.Outcomes, wantOutcomes) {
 				t.Errorf("report = %+v, want 5 scanned, outcomes %v", rep, wantOutcomes)
 			}
@@ -283,7 +284,7 @@ func TestReconcileErrors(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			via := closer.CloserFunc(func(ctx context.Context, task closer.Task) (closer.Result, error) {
 				cancel() // hourglass reconcile interrupted during the first close
-				return closer.Result{Outcome: closer.Failed}, ctx.Err()
+				return closer.Result{Outcome: outcome.Failed}, ctx.Err()
 			})
 			rep, err = c.Reconcile(cctx, via, opts)
 			if !errors.Is(err, context.Canceled) || rep.Scanned != 1 {

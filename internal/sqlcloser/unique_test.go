@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
@@ -127,21 +128,21 @@ func TestCloseKeyNotUnique(t *testing.T) {
 
 					res, err := closeOne(t, c, "5")
 					if kt.dupes {
-						if err == nil || !closer.IsPermanent(err) || res.Outcome != closer.Failed || !contains(err.Error(), `close "5"`, "2 rows") {
+						if err == nil || !closer.IsPermanent(err) || res.Outcome != outcome.Failed || !contains(err.Error(), `close "5"`, "2 rows") {
 							t.Errorf("close 5 = %+v, %v; want failed, a permanent error naming 2 rows", res, err)
 						}
 						t.Log(err)
-					} else if err != nil || res.Outcome != closer.Closed {
+					} else if err != nil || res.Outcome != outcome.Closed {
 						t.Errorf("close 5 = %+v, %v; want closed", res, err)
 					}
 					wantOpen := map[bool]int{true: 2, false: 0}[kt.dupes]
 					if n := count(t, b, `SELECT count(*) FROM `+table+` WHERE id = 5 AND status = 'UNPAID' AND closed_at IS NULL`); n != wantOpen {
 						t.Errorf("%d orders 5 still open, want %d", n, wantOpen)
 					}
-					if got := mustClose(t, c, "6"); got.Outcome != closer.Closed {
+					if got := mustClose(t, c, "6"); got.Outcome != outcome.Closed {
 						t.Errorf("close 6 = %+v", got)
 					}
-					if got := mustClose(t, c, "6"); got.Outcome != closer.AlreadyClosed {
+					if got := mustClose(t, c, "6"); got.Outcome != outcome.AlreadyClosed {
 						t.Errorf("second close 6 = %+v", got)
 					}
 					if n := count(t, b, `SELECT count(*) FROM `+table+` WHERE status = 'CLOSED'`); n != 1+map[bool]int{true: 0, false: 1}[kt.dupes] {

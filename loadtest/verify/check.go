@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/loadtest/manifest"
 )
@@ -25,8 +24,8 @@ type Report struct {
 	// Final is the tasks with at least one final outcome (closed,
 	// already_closed, skipped, not_found, failed); Outcomes counts each
 	// task's first final outcome.
-	Final    int            `json:"final"`
-	Outcomes map[string]int `json:"outcomes"`
+	Final    int                     `json:"final"`
+	Outcomes map[outcome.Outcome]int `json:"outcomes"`
 	// Closed is the tasks whose first final outcome is closed.
 	Closed int `json:"closed"`
 	// SkippedPaid is the tasks whose first final outcome is skipped with
@@ -102,12 +101,8 @@ func PercentilesOf(vs []int64) Percentiles {
 }
 
 // final reports whether an outcome ends a task's attempts.
-func final(o string) bool {
-	switch o {
-	case string(closer.Closed), string(closer.AlreadyClosed), string(closer.Skipped), string(closer.NotFound), string(closer.Failed):
-		return true
-	}
-	return false
+func final(o outcome.Outcome) bool {
+	return o.Final() || o == outcome.Failed
 }
 
 // task is what Check learns about one manifest entry.
@@ -122,7 +117,7 @@ type task struct {
 // of other runs are ignored) and returns the report. invalid is the count of
 // undecodable records, passed through to the report.
 func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
-	r := Report{RunID: m.Header.RunID, Scheduled: len(m.Entries), Outcomes: map[string]int{}, Invalid: invalid,
+	r := Report{RunID: m.Header.RunID, Scheduled: len(m.Entries), Outcomes: map[outcome.Outcome]int{}, Invalid: invalid,
 		ByShape: map[string]*ShapeReport{}, Examples: map[string][]string{}}
 	tasks := make(map[string]*task, len(m.Entries))
 	for _, e := range m.Entries {
@@ -180,9 +175,9 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 		r.Final++
 		ev := t.first
 		r.Outcomes[ev.Outcome]++
-		skippedPaid := ev.Outcome == string(closer.Skipped) && ev.Detail == "PAID"
+		skippedPaid := ev.Outcome == outcome.Skipped && ev.Detail == "PAID"
 		switch {
-		case ev.Outcome == string(closer.Closed):
+		case ev.Outcome == outcome.Closed:
 			r.Closed++
 		case skippedPaid:
 			r.SkippedPaid++
@@ -197,7 +192,7 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 			example("early", e.ID)
 		}
 		wrong := (e.Paid && !skippedPaid) ||
-			(!e.Paid && (ev.Outcome == string(closer.Skipped) || ev.Outcome == string(closer.Failed)))
+			(!e.Paid && (ev.Outcome == outcome.Skipped || ev.Outcome == outcome.Failed))
 		if wrong {
 			r.WrongOutcome++
 			example("wrong_outcome", e.ID)

@@ -15,7 +15,7 @@ const (
 )
 
 // ev returns an outcome event of task id closed at closedMs.
-func ev(id, out, detail string, closedMs int64) outcome.Event {
+func ev(id string, out outcome.Outcome, detail string, closedMs int64) outcome.Event {
 	return outcome.Event{V: outcome.Version, TaskID: id, Outcome: out, Detail: detail, ClosedMs: closedMs}
 }
 
@@ -38,7 +38,7 @@ func TestCheck(t *testing.T) {
 			name:    "all closed on time",
 			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, false, "a"), entry(pfx+"2", base+2000, base, false, "a")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+1003), ev(pfx+"2", "closed", "", base+2001)},
-			want: Report{Scheduled: 2, Final: 2, Closed: 2, Outcomes: map[string]int{"closed": 2}, OK: true,
+			want: Report{Scheduled: 2, Final: 2, Closed: 2, Outcomes: map[outcome.Outcome]int{"closed": 2}, OK: true,
 				LatenessMs: Percentiles{N: 2, P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}},
 			wantShape: map[string]*ShapeReport{"a": {Scheduled: 2, LatenessMs: Percentiles{N: 2, P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}}},
 		},
@@ -46,28 +46,28 @@ func TestCheck(t *testing.T) {
 			name:    "paid skipped as paid",
 			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, true, "")},
 			events:  []outcome.Event{ev(pfx+"1", "skipped", "PAID", base+1000)},
-			want: Report{Scheduled: 1, Paid: 1, Final: 1, SkippedPaid: 1, Outcomes: map[string]int{"skipped": 1}, OK: true,
+			want: Report{Scheduled: 1, Paid: 1, Final: 1, SkippedPaid: 1, Outcomes: map[outcome.Outcome]int{"skipped": 1}, OK: true,
 				LatenessMs: Percentiles{N: 1}},
 		},
 		{
 			name:         "paid but closed is wrong",
 			entries:      []manifest.Entry{entry(pfx+"1", base+1000, base, true, "")},
 			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+1000)},
-			want:         Report{Scheduled: 1, Paid: 1, Final: 1, Closed: 1, WrongOutcome: 1, Outcomes: map[string]int{"closed": 1}, LatenessMs: Percentiles{N: 1}},
+			want:         Report{Scheduled: 1, Paid: 1, Final: 1, Closed: 1, WrongOutcome: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, LatenessMs: Percentiles{N: 1}},
 			wantExamples: map[string][]string{"wrong_outcome": {pfx + "1"}},
 		},
 		{
 			name:         "paid but skipped for another state is wrong",
 			entries:      []manifest.Entry{entry(pfx+"1", base+1000, base, true, "")},
 			events:       []outcome.Event{ev(pfx+"1", "skipped", "SHIPPED", base+1000)},
-			want:         Report{Scheduled: 1, Paid: 1, Final: 1, WrongOutcome: 1, Outcomes: map[string]int{"skipped": 1}, LatenessMs: Percentiles{N: 1}},
+			want:         Report{Scheduled: 1, Paid: 1, Final: 1, WrongOutcome: 1, Outcomes: map[outcome.Outcome]int{"skipped": 1}, LatenessMs: Percentiles{N: 1}},
 			wantExamples: map[string][]string{"wrong_outcome": {pfx + "1"}},
 		},
 		{
 			name:    "unpaid skipped or failed is wrong, not_found is not",
 			entries: []manifest.Entry{entry(pfx+"1", base, base, false, ""), entry(pfx+"2", base, base, false, ""), entry(pfx+"3", base, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "skipped", "PAID", base), ev(pfx+"2", "failed", "", base), ev(pfx+"3", "not_found", "", base)},
-			want: Report{Scheduled: 3, Final: 3, SkippedPaid: 1, WrongOutcome: 2, Outcomes: map[string]int{"skipped": 1, "failed": 1, "not_found": 1},
+			want: Report{Scheduled: 3, Final: 3, SkippedPaid: 1, WrongOutcome: 2, Outcomes: map[outcome.Outcome]int{"skipped": 1, "failed": 1, "not_found": 1},
 				LatenessMs: Percentiles{N: 3}},
 			wantExamples: map[string][]string{"wrong_outcome": {pfx + "1", pfx + "2"}},
 		},
@@ -75,7 +75,7 @@ func TestCheck(t *testing.T) {
 			name:         "lost",
 			entries:      []manifest.Entry{entry(pfx+"1", base, base, false, "s"), entry(pfx+"2", base, base, false, "s")},
 			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+5), ev(pfx+"2", "retry", "", base+5)},
-			want:         Report{Scheduled: 2, Final: 1, Closed: 1, Lost: 1, Retries: 1, Outcomes: map[string]int{"closed": 1}, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}},
+			want:         Report{Scheduled: 2, Final: 1, Closed: 1, Lost: 1, Retries: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}},
 			wantShape:    map[string]*ShapeReport{"s": {Scheduled: 2, Lost: 1, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}}},
 			wantExamples: map[string][]string{"lost": {pfx + "2"}},
 		},
@@ -83,14 +83,14 @@ func TestCheck(t *testing.T) {
 			name:    "retry then closed",
 			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "retry", "", base+1), ev(pfx+"1", "closed", "", base+2000)},
-			want: Report{Scheduled: 1, Final: 1, Closed: 1, Retries: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Retries: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
 				LatenessMs: Percentiles{N: 1, P50: 2000, P90: 2000, P99: 2000, P999: 2000, Max: 2000}},
 		},
 		{
 			name:    "duplicate: the first final outcome counts",
 			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+1), ev(pfx+"1", "already_closed", "", base+50)},
-			want: Report{Scheduled: 1, Final: 1, Closed: 1, Duplicates: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Duplicates: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
 				LatenessMs: Percentiles{N: 1, P50: 1, P90: 1, P99: 1, P999: 1, Max: 1}},
 			wantExamples: map[string][]string{"duplicates": {pfx + "1"}},
 		},
@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 			name:    "early",
 			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, false, "x")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+999)},
-			want: Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Outcomes: map[string]int{"closed": 1},
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Outcomes: map[outcome.Outcome]int{"closed": 1},
 				LatenessMs: Percentiles{N: 1, P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}},
 			wantShape:    map[string]*ShapeReport{"x": {Scheduled: 1, Early: 1, LatenessMs: Percentiles{N: 1, P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}}},
 			wantExamples: map[string][]string{"early": {pfx + "1"}},
@@ -107,26 +107,26 @@ func TestCheck(t *testing.T) {
 			name:         "an early duplicate is early",
 			entries:      []manifest.Entry{entry(pfx+"1", base+1000, base, false, "")},
 			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+1000), ev(pfx+"1", "already_closed", "", base+10)},
-			want:         Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Duplicates: 1, Outcomes: map[string]int{"closed": 1}, LatenessMs: Percentiles{N: 1}},
+			want:         Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Duplicates: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, LatenessMs: Percentiles{N: 1}},
 			wantExamples: map[string][]string{"early": {pfx + "1"}, "duplicates": {pfx + "1"}},
 		},
 		{
 			name:    "past due: lateness from the schedule time",
 			entries: []manifest.Entry{entry(pfx+"1", base-2000, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+7)},
-			want: Report{Scheduled: 1, Final: 1, Closed: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
 				LatenessMs: Percentiles{N: 1, P50: 7, P90: 7, P99: 7, P999: 7, Max: 7}},
 		},
 		{
 			name:    "events of other runs ignored, unknown ids of this run counted",
 			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
 			events:  []outcome.Event{ev("lt-q-1", "closed", "", base), ev(pfx+"9", "closed", "", base), ev(pfx+"1", "closed", "", base)},
-			want: Report{Scheduled: 1, Final: 1, Closed: 1, Unexpected: 1, Outcomes: map[string]int{"closed": 1}, OK: true,
+			want: Report{Scheduled: 1, Final: 1, Closed: 1, Unexpected: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
 				LatenessMs: Percentiles{N: 1}},
 		},
 		{
 			name: "empty run",
-			want: Report{Outcomes: map[string]int{}, OK: true},
+			want: Report{Outcomes: map[outcome.Outcome]int{}, OK: true},
 		},
 	}
 	for _, tt := range tests {

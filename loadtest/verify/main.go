@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/loadtest/manifest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -189,7 +190,7 @@ func WriteSummary(w io.Writer, r Report) {
 	}
 }
 
-func outcomeList(m map[string]int) string {
+func outcomeList(m map[outcome.Outcome]int) string {
 	var parts []string
 	for k, v := range m {
 		parts = append(parts, fmt.Sprintf("%s %d", k, v))

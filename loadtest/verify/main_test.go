@@ -75,7 +75,7 @@ func produce(t *testing.T, topic string, kvs ...[2]string) {
 }
 
 // event encodes an outcome event as its record.
-func event(id, out, detail string, dueMs, closedMs int64) [2]string {
+func event(id string, out outcome.Outcome, detail string, dueMs, closedMs int64) [2]string {
 	b, _ := (&outcome.Event{V: outcome.Version, TaskID: id, Outcome: out, Detail: detail, DueMs: dueMs, ClosedMs: closedMs}).Marshal()
 	return [2]string{id, string(b)}
 }
@@ -106,7 +106,7 @@ func TestCollectToEnd(t *testing.T) {
 	var order []string
 	for _, e := range got.Events {
 		if e.TaskID == pfx+"1" {
-			order = append(order, e.Outcome)
+			order = append(order, string(e.Outcome))
 		}
 	}
 	if strings.Join(order, ",") != "retry,closed" {

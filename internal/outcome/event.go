@@ -1,0 +1,125 @@
+package outcome
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Version is the event schema version written in Event.V.
+const Version = 1
+
+// Event is one close attempt. Times are unix milliseconds; zero means
+// unknown. Field names are stable (they are ClickHouse columns).
+type Event struct {
+	V           int     `json:"v"`
+	TaskID      string  `json:"task_id"`
+	Kind        string  `json:"kind"`
+	Outcome     Outcome `json:"outcome"`
+	Detail      string  `json:"detail,omitempty"` // e.g. the state that made a close skip
+	Error       string  `json:"error,omitempty"`
+	Attempt     int     `json:"attempt"`
+	Hops        int     `json:"hops"`
+	Path        string  `json:"path"`
+	ScheduledMs int64   `json:"scheduled_ms"`
+	DueMs       int64   `json:"due_ms"` // due time of this attempt
+	// DeadlineMs is the task's deadline: DueMs of its first attempt. A
+	// retry is due later than the deadline; lateness against the deadline
+	// is ClosedMs - DeadlineMs.
+	DeadlineMs  int64  `json:"deadline_ms"`
+	ForwardedMs int64  `json:"forwarded_ms"`
+	ClosedMs    int64  `json:"closed_ms"`   // when the close returned
+	LatenessMs  int64  `json:"lateness_ms"` // ClosedMs - DueMs
+	Instance    string `json:"instance"`
+	// Source locates the cancel record: with Attempt it identifies the
+	// attempt, so replays after a crash can be deduplicated.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// Limits of the text fields of an encoded event, in bytes before JSON
+// escaping: Marshal cuts longer ones (on a character boundary, ending in
+// "..."), so that an event always fits the outcomes topic, whatever the
+// record it reports on carried. A task id within the router's key limit
+// (tiers.DefaultMaxKeyBytes) is never cut; JSON escaping can make a field
+// up to six times as long, and an event stays below 64 KiB.
+const (
+	MaxTaskIDBytes   = 1024
+	MaxKindBytes     = 128
+	MaxDetailBytes   = 1024
+	MaxErrorBytes    = 2048
+	MaxPathBytes     = 1024
+	MaxInstanceBytes = 256
+	MaxTopicBytes    = 249
+)
+
+// Marshal encodes e, with its text fields cut to their limits (see
+// MaxTaskIDBytes). HTML characters are not escaped: an event is not HTML.
+func (e *Event) Marshal() ([]byte, error) {
+	c := *e
+	c.TaskID = clip(c.TaskID, MaxTaskIDBytes)
+	c.Kind = clip(c.Kind, MaxKindBytes)
+	c.Detail = clip(c.Detail, MaxDetailBytes)
+	c.Error = clip(c.Error, MaxErrorBytes)
+	c.Path = clip(c.Path, MaxPathBytes)
+	c.Instance = clip(c.Instance, MaxInstanceBytes)
+	c.Topic = clip(c.Topic, MaxTopicBytes)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&c); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// clip cuts s to at most n bytes on a rune boundary, ending the cut text in
+// "...".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	keep := n - len("...")
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + "..."
+}
+
+// HeaderSignature is the header of an outcome event that carries its
+// signature: the hex HMAC-SHA256 of the record's value under the key shared
+// by the canceller and the recorder (see Sign).
+const HeaderSignature = "hourglass-signature"
+
+// Sign returns the signature of an encoded event under key. With a key
+// configured, the canceller signs every event and the recorder stores only
+// events whose signature verifies: a record that reaches the outcomes topic
+// from anywhere else (a producer with write access, a misrouted record)
+// cannot rewrite the history of a deadline.
+func Sign(key, value []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(value)
+	return hex.AppendEncode(nil, m.Sum(nil))
+}
+
+// Verify reports whether sig is the signature of value under key.
+func Verify(key, value, sig []byte) bool {
+	return hmac.Equal(Sign(key, value), sig)
+}
+
+// Unmarshal decodes an event and checks its version.
+func Unmarshal(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("outcome event: %w", err)
+	}
+	if e.V != Version {
+		return Event{}, fmt.Errorf("outcome event: version %d, want %d", e.V, Version)
+	}
+	return e, nil
+}
