@@ -10,7 +10,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/closers"
+	"github.com/hourglass/hourglass/internal/closer/closerfile"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -38,7 +38,7 @@ type CancellerConfig struct {
 	// instead of closing it.
 	ClosersFile string
 	// Closers is the loaded ClosersFile.
-	Closers closers.File
+	Closers closerfile.File
 	// OutcomesKeyFile holds the key that signs outcome events
 	// (--outcomes-key-file); empty: unsigned.
 	OutcomesKeyFile string
@@ -77,7 +77,7 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	stop, err := parse(fs, args, stdout, &c.common, func() checks {
 		var errs checks
 		if c.ClosersFile != "" {
-			f, err := closers.Load(c.ClosersFile)
+			f, err := closerfile.Load(c.ClosersFile)
 			if err != nil {
 				errs.add("closers", "%v", err)
 			}

@@ -14,9 +14,9 @@ import (
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/closers"
+	"github.com/hourglass/hourglass/internal/closer/closerfile"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 const reconcileUsage = `hourglass reconcile closes overdue unpaid orders the pipeline missed.
@@ -39,7 +39,7 @@ Flags (each has an environment variable; flags win):
 func Reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		path      string
-		file      closers.File
+		file      closerfile.File
 		kind      string
 		grace     time.Duration
 		limit     int
@@ -65,7 +65,7 @@ func Reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if path == "" {
 		errs.add("closers", "required: the closers file with the kind's sql closer")
 	} else {
-		f, err := closers.Load(path)
+		f, err := closerfile.Load(path)
 		if err != nil {
 			errs.add("closers", "%v", err)
 		} else if e, ok := f.Closers[kind]; !ok {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 )
 
 // Defaults of Config.
@@ -51,14 +51,14 @@ type Config struct {
 	Username string `yaml:"username"`
 	// Password is the user's password; default none.
 	// --clickhouse-password, --clickhouse-password-file.
-	Password conf.Secret `yaml:"password"`
+	Password credential.Secret `yaml:"password"`
 	// Secure connects with TLS (the server's tcp_port_secure, usually
 	// 9440). It is implied by any TLS setting. Default false.
 	// --clickhouse-tls.
 	Secure bool `yaml:"secure"`
 	// TLS are the TLS client settings; the zero value uses the system
 	// roots. --clickhouse-tls-*.
-	TLS conf.TLS `yaml:"tls"`
+	TLS credential.TLS `yaml:"tls"`
 	// DialTimeout bounds connecting; default DefaultDialTimeout (5s).
 	// --clickhouse-dial-timeout.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
@@ -154,7 +154,7 @@ func (c Config) Validate() []error {
 }
 
 // tlsFlag names the flag of the TLS file most likely at fault.
-func tlsFlag(t conf.TLS) string {
+func tlsFlag(t credential.TLS) string {
 	if t.CAFile != "" {
 		return FlagTLSCAFile
 	}

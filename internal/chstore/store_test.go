@@ -15,7 +15,7 @@ import (
 	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/clock"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -34,10 +34,10 @@ func TestConfigValidate(t *testing.T) {
 		{"addr bad port", chstore.Config{Addr: "localhost:0"}, []string{chstore.FlagAddr}},
 		{"database not an identifier", chstore.Config{Database: "hour glass"}, []string{chstore.FlagDatabase}},
 		{"database with a backquote", chstore.Config{Database: "a`b"}, []string{chstore.FlagDatabase}},
-		{"password env unset", chstore.Config{Password: conf.Secret{Env: "HOURGLASS_TEST_NO_SUCH_VAR"}}, []string{chstore.FlagPassword}},
-		{"password file empty", chstore.Config{Password: conf.Secret{File: empty}}, []string{chstore.FlagPasswordFile}},
-		{"cert without key", chstore.Config{TLS: conf.TLS{CertFile: "c.pem"}}, []string{chstore.FlagTLSCertFile}},
-		{"ca file missing", chstore.Config{TLS: conf.TLS{CAFile: "/nonexistent/ca.pem"}}, []string{chstore.FlagTLSCAFile}},
+		{"password env unset", chstore.Config{Password: credential.Secret{Env: "HOURGLASS_TEST_NO_SUCH_VAR"}}, []string{chstore.FlagPassword}},
+		{"password file empty", chstore.Config{Password: credential.Secret{File: empty}}, []string{chstore.FlagPasswordFile}},
+		{"cert without key", chstore.Config{TLS: credential.TLS{CertFile: "c.pem"}}, []string{chstore.FlagTLSCertFile}},
+		{"ca file missing", chstore.Config{TLS: credential.TLS{CAFile: "/nonexistent/ca.pem"}}, []string{chstore.FlagTLSCAFile}},
 		{"negative dial timeout", chstore.Config{DialTimeout: -time.Second}, []string{chstore.FlagDialTimeout}},
 		{"everything", chstore.Config{Addr: "x", Database: "1", DialTimeout: -1}, []string{chstore.FlagAddr, chstore.FlagDatabase, chstore.FlagDialTimeout}},
 	}

@@ -1,6 +1,3 @@
-// Package closer defines how the canceller closes a task, and the closers
-// that need no external system: log (closes nothing, records the close) and
-// memory (an in-process order store, for the demo and tests).
 package closer
 
 import (

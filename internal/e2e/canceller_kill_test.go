@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/httpcloser"
+	"github.com/hourglass/hourglass/internal/closer/httpcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/dbtest"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -67,7 +67,7 @@ func BenchmarkCancellerPostgres(b *testing.B) {
 	p := newPipe(b, "bench-closes", "1s", 6)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sc, err := sqlcloser.New(ctx, sqlcloser.Config{Driver: "postgres", DSN: conf.Secret{Value: dsn}, Table: table, MaxOpenConns: inFlight})
+	sc, err := sqlcloser.New(ctx, sqlcloser.Config{Driver: "postgres", DSN: credential.Secret{Value: dsn}, Table: table, MaxOpenConns: inFlight})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/dbtest"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -59,7 +59,7 @@ func TestDatabaseOutage(t *testing.T) {
 	p := newPipe(t, "outage", "200ms,1s", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	sc, err := sqlcloser.New(ctx, sqlcloser.Config{Driver: "postgres", DSN: conf.Secret{Value: pg.DSN}, StatementTimeout: time.Second})
+	sc, err := sqlcloser.New(ctx, sqlcloser.Config{Driver: "postgres", DSN: credential.Secret{Value: pg.DSN}, StatementTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 )
 
 // DefaultBrokers is the default of --brokers: a broker on this machine, such
@@ -170,7 +170,7 @@ func (c *Config) Validate(fs *cli.FlagSet) []error {
 		bad(FlagTLSKeyFile, "set without %s", name(FlagTLSCertFile))
 	}
 	if c.TLSCAFile != "" {
-		if _, err := conf.LoadCAPool(c.TLSCAFile); err != nil {
+		if _, err := credential.LoadCAPool(c.TLSCAFile); err != nil {
 			bad(FlagTLSCAFile, "%v", err)
 		}
 	}
@@ -262,7 +262,7 @@ func (c *Config) Opts() ([]kgo.Opt, error) {
 // tlsConfig builds the TLS settings; Opts has validated the files. An empty
 // --tls-server-name leaves kgo.DialTLSConfig to use each broker's host.
 func (c *Config) tlsConfig() (*tls.Config, error) {
-	return conf.TLS{
+	return credential.TLS{
 		CAFile: c.TLSCAFile, CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile,
 		ServerName: c.TLSServerName, InsecureSkipVerify: c.TLSInsecureSkipVerify,
 	}.Build()

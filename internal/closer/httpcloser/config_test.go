@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -32,11 +32,11 @@ func TestValidate(t *testing.T) {
 		{name: "everything set", cfg: Config{
 			URL: "http://127.0.0.1:8080/close/{kind}/{id}?reason=deadline&id={id}", Method: "DELETE",
 			Headers: map[string]string{"X-Tenant": "eu-1", "x-lower": "ok\tok"}, Body: BodyNone, ContentType: "text/plain",
-			Timeout: time.Second, BearerToken: conf.Secret{File: tokenFile}, ConflictOutcome: outcome.Skipped, MaxIdleConnsPerHost: 4,
+			Timeout: time.Second, BearerToken: credential.Secret{File: tokenFile}, ConflictOutcome: outcome.Skipped, MaxIdleConnsPerHost: 4,
 		}},
 		{name: "lower-case method", cfg: Config{URL: base, Method: "patch"}},
-		{name: "bearer from env", cfg: Config{URL: base, BearerToken: conf.Secret{Env: "HTTPCLOSER_TEST_TOKEN"}}},
-		{name: "basic auth", cfg: Config{URL: base, BasicAuth: BasicAuth{Username: "hourglass", Password: conf.Secret{Value: "pw"}}}},
+		{name: "bearer from env", cfg: Config{URL: base, BearerToken: credential.Secret{Env: "HTTPCLOSER_TEST_TOKEN"}}},
+		{name: "basic auth", cfg: Config{URL: base, BasicAuth: BasicAuth{Username: "hourglass", Password: credential.Secret{Value: "pw"}}}},
 		{name: "content type with parameters", cfg: Config{URL: base, ContentType: "application/json; charset=utf-8"}},
 		{name: "body none ignores content type", cfg: Config{URL: base, Body: BodyNone, ContentType: "not a type"}},
 
@@ -65,16 +65,16 @@ func TestValidate(t *testing.T) {
 		{name: "body", cfg: Config{URL: base, Body: "json"}, want: []string{"body: "}},
 		{name: "content type", cfg: Config{URL: base, ContentType: "json"}, want: []string{"content_type: "}},
 		{name: "timeout negative", cfg: Config{URL: base, Timeout: -time.Second}, want: []string{"timeout: "}},
-		{name: "bearer and basic", cfg: Config{URL: base, BearerToken: conf.Secret{Value: "t"},
-			BasicAuth: BasicAuth{Username: "u", Password: conf.Secret{Value: "p"}}}, want: []string{"bearer_token: "}},
-		{name: "bearer env unset", cfg: Config{URL: base, BearerToken: conf.Secret{Env: "HTTPCLOSER_TEST_UNSET"}}, want: []string{"bearer_token: "}},
-		{name: "bearer file missing", cfg: Config{URL: base, BearerToken: conf.Secret{File: filepath.Join(dir, "nope")}}, want: []string{"bearer_token: "}},
-		{name: "bearer two sources", cfg: Config{URL: base, BearerToken: conf.Secret{Env: "HTTPCLOSER_TEST_TOKEN", Value: "x"}}, want: []string{"bearer_token: "}},
-		{name: "basic without user", cfg: Config{URL: base, BasicAuth: BasicAuth{Password: conf.Secret{Value: "p"}}}, want: []string{"basic_auth.username: "}},
-		{name: "basic user with colon", cfg: Config{URL: base, BasicAuth: BasicAuth{Username: "a:b", Password: conf.Secret{Value: "p"}}}, want: []string{"basic_auth.username: "}},
+		{name: "bearer and basic", cfg: Config{URL: base, BearerToken: credential.Secret{Value: "t"},
+			BasicAuth: BasicAuth{Username: "u", Password: credential.Secret{Value: "p"}}}, want: []string{"bearer_token: "}},
+		{name: "bearer env unset", cfg: Config{URL: base, BearerToken: credential.Secret{Env: "HTTPCLOSER_TEST_UNSET"}}, want: []string{"bearer_token: "}},
+		{name: "bearer file missing", cfg: Config{URL: base, BearerToken: credential.Secret{File: filepath.Join(dir, "nope")}}, want: []string{"bearer_token: "}},
+		{name: "bearer two sources", cfg: Config{URL: base, BearerToken: credential.Secret{Env: "HTTPCLOSER_TEST_TOKEN", Value: "x"}}, want: []string{"bearer_token: "}},
+		{name: "basic without user", cfg: Config{URL: base, BasicAuth: BasicAuth{Password: credential.Secret{Value: "p"}}}, want: []string{"basic_auth.username: "}},
+		{name: "basic user with colon", cfg: Config{URL: base, BasicAuth: BasicAuth{Username: "a:b", Password: credential.Secret{Value: "p"}}}, want: []string{"basic_auth.username: "}},
 		{name: "basic without password", cfg: Config{URL: base, BasicAuth: BasicAuth{Username: "u"}}, want: []string{"basic_auth.password: "}},
-		{name: "tls cert without key", cfg: Config{URL: base, TLS: conf.TLS{CertFile: tokenFile}}, want: []string{"tls.cert_file and tls.key_file"}},
-		{name: "tls ca not pem", cfg: Config{URL: base, TLS: conf.TLS{CAFile: tokenFile}}, want: []string{"tls.ca_file: "}},
+		{name: "tls cert without key", cfg: Config{URL: base, TLS: credential.TLS{CertFile: tokenFile}}, want: []string{"tls.cert_file and tls.key_file"}},
+		{name: "tls ca not pem", cfg: Config{URL: base, TLS: credential.TLS{CAFile: tokenFile}}, want: []string{"tls.ca_file: "}},
 		{name: "conflict outcome", cfg: Config{URL: base, ConflictOutcome: outcome.Closed}, want: []string{"conflict_outcome: "}},
 		{name: "idle conns", cfg: Config{URL: base, MaxIdleConnsPerHost: -1}, want: []string{"max_idle_conns_per_host: "}},
 		{name: "every problem at once", cfg: Config{URL: "ftp://x", Method: "GET", Body: "x", Timeout: -1}, want: []string{
@@ -166,14 +166,14 @@ max_idle_conns_per_host: 16
 		t.Fatalf("decode: %v", err)
 	}
 	if got.URL != "https://orders.internal/api/orders/{id}/confirm" || got.Method != "PUT" || got.Headers["X-Tenant"] != "eu-1" ||
-		got.Body != BodyNone || got.Timeout != 2500*time.Millisecond || got.BearerToken != (conf.Secret{File: "/var/run/secrets/orders/token"}) ||
-		got.TLS != (conf.TLS{CAFile: "/etc/orders/ca.pem", ServerName: "orders.internal"}) || got.ConflictOutcome != outcome.Skipped ||
+		got.Body != BodyNone || got.Timeout != 2500*time.Millisecond || got.BearerToken != (credential.Secret{File: "/var/run/secrets/orders/token"}) ||
+		got.TLS != (credential.TLS{CAFile: "/etc/orders/ca.pem", ServerName: "orders.internal"}) || got.ConflictOutcome != outcome.Skipped ||
 		got.MaxIdleConnsPerHost != 16 {
 		t.Errorf("decoded %+v", got)
 	}
 	var basic Config
 	if err := yaml.Unmarshal([]byte("url: http://x/{id}\nbasic_auth: {username: u, password: {env: PW}}"), &basic); err != nil ||
-		basic.BasicAuth != (BasicAuth{Username: "u", Password: conf.Secret{Env: "PW"}}) {
+		basic.BasicAuth != (BasicAuth{Username: "u", Password: credential.Secret{Env: "PW"}}) {
 		t.Errorf("basic_auth decoded %+v, %v", basic.BasicAuth, err)
 	}
 	dec = yaml.NewDecoder(strings.NewReader("url: http://x/{id}\ntimout: 5s\n"))

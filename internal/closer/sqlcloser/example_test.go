@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/dbtest"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 // A close of an unpaid order, its duplicate, a paid order and an unknown
@@ -26,7 +26,7 @@ func ExampleCloser_Close() {
 
 	c, err := sqlcloser.New(ctx, sqlcloser.Config{
 		Driver: sqlcloser.DriverPostgres,
-		DSN:    conf.Secret{Value: dsn}, // in a closers file: dsn: {env: ORDERS_DSN}
+		DSN:    credential.Secret{Value: dsn}, // in a closers file: dsn: {env: ORDERS_DSN}
 		Table:  table,
 	})
 	if err != nil {
@@ -68,7 +68,7 @@ func ExampleCloser_Close() {
 func ExampleConfig_Validate() {
 	cfg := sqlcloser.Config{
 		Driver:       sqlcloser.DriverPostgres,
-		DSN:          conf.Secret{Value: "postgres://127.0.0.1:5432/shop"},
+		DSN:          credential.Secret{Value: "postgres://127.0.0.1:5432/shop"},
 		Table:        "or ders",
 		OpenStatuses: []string{"UNPAID", "CLOSED"},
 		MaxOpenConns: 5,

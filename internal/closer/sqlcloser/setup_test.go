@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/dbtest"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 // drivers are the databases every behaviour test runs against.
@@ -154,7 +154,7 @@ func (b *bundle) row(t testing.TB, id int64) (row, bool) {
 func (b *bundle) config() sqlcloser.Config {
 	return sqlcloser.Config{
 		Driver: b.driver,
-		DSN:    conf.Secret{Value: b.dsn},
+		DSN:    credential.Secret{Value: b.dsn},
 		Table:  b.table,
 	}
 }

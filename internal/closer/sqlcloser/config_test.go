@@ -8,8 +8,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hourglass/hourglass/internal/conf"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
+	"github.com/hourglass/hourglass/internal/credential"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -17,10 +17,10 @@ func TestConfigValidate(t *testing.T) {
 	const pgDSN = "postgres://shop:sekret@127.0.0.1:5432/shop"
 	const myDSN = "shop:sekret@tcp(127.0.0.1:3306)/shop"
 	pg := func() sqlcloser.Config {
-		return sqlcloser.Config{Driver: sqlcloser.DriverPostgres, DSN: conf.Secret{Value: pgDSN}}
+		return sqlcloser.Config{Driver: sqlcloser.DriverPostgres, DSN: credential.Secret{Value: pgDSN}}
 	}
 	my := func() sqlcloser.Config {
-		return sqlcloser.Config{Driver: sqlcloser.DriverMySQL, DSN: conf.Secret{Value: myDSN}}
+		return sqlcloser.Config{Driver: sqlcloser.DriverMySQL, DSN: credential.Secret{Value: myDSN}}
 	}
 	tests := []struct {
 		name string
@@ -66,14 +66,14 @@ func TestConfigValidate(t *testing.T) {
 		},
 		{
 			name: "dsn missing",
-			cfg:  func() sqlcloser.Config { c := pg(); c.DSN = conf.Secret{}; return c },
+			cfg:  func() sqlcloser.Config { c := pg(); c.DSN = credential.Secret{}; return c },
 			want: []string{"dsn: required"},
 		},
 		{
 			name: "dsn environment variable unset",
 			cfg: func() sqlcloser.Config {
 				c := pg()
-				c.DSN = conf.Secret{Env: "HOURGLASS_SQLCLOSER_TEST_UNSET"}
+				c.DSN = credential.Secret{Env: "HOURGLASS_SQLCLOSER_TEST_UNSET"}
 				return c
 			},
 			want: []string{"dsn: environment variable HOURGLASS_SQLCLOSER_TEST_UNSET is not set"},
@@ -326,8 +326,8 @@ reconcile:
 	}
 	want := sqlcloser.Config{
 		Driver:           "postgres",
-		DSN:              conf.Secret{Env: "ORDERS_DSN"},
-		TLS:              conf.TLS{CAFile: "/etc/hourglass/ca.pem", ServerName: "db.internal"},
+		DSN:              credential.Secret{Env: "ORDERS_DSN"},
+		TLS:              credential.TLS{CAFile: "/etc/hourglass/ca.pem", ServerName: "db.internal"},
 		Table:            "shop.orders",
 		KeyColumn:        "id",
 		StatusColumn:     "status",

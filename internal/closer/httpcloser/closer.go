@@ -18,7 +18,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -356,7 +356,7 @@ func (c *Closer) authorization(force bool) (string, error) {
 
 // cachedSecret resolves a secret at most every secretTTL.
 type cachedSecret struct {
-	secret conf.Secret
+	secret credential.Secret
 	clock  clock.Clock
 
 	mu    sync.Mutex

@@ -61,7 +61,7 @@
 //
 // # Credentials
 //
-// BearerToken and BasicAuth.Password are conf.Secrets, resolved again at
+// BearerToken and BasicAuth.Password are credential.Secrets, resolved again at
 // most every 10 seconds, so a rotated Kubernetes Secret mounted as a file is
 // picked up. When the server answers 401 the secret is read again at once
 // and, if it changed, the request is sent once more with the new value.

@@ -1,4 +1,4 @@
-package closers
+package closerfile
 
 import (
 	"context"

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/dbtest"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/poll"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 func TestClose(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/httpcloser"
+	"github.com/hourglass/hourglass/internal/closer/httpcloser"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/dbtest"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 func TestNewErrors(t *testing.T) {
@@ -28,25 +28,25 @@ func TestNewErrors(t *testing.T) {
 		{
 			name: "postgres unreachable",
 			cfg: sqlcloser.Config{Driver: "postgres",
-				DSN: conf.Secret{Value: "postgres://shop:sekret@127.0.0.1:1/shop?sslmode=disable"}},
+				DSN: credential.Secret{Value: "postgres://shop:sekret@127.0.0.1:1/shop?sslmode=disable"}},
 			wantIn: []string{"ping postgres at 127.0.0.1:1/shop"},
 		},
 		{
 			name: "postgres wrong password",
 			cfg: sqlcloser.Config{Driver: "postgres",
-				DSN: conf.Secret{Value: "postgres://nosuchuser:sekret@127.0.0.1:5432/nosuchdb?sslmode=disable"}},
+				DSN: credential.Secret{Value: "postgres://nosuchuser:sekret@127.0.0.1:5432/nosuchdb?sslmode=disable"}},
 			wantIn: []string{"ping postgres at 127.0.0.1:5432/nosuchdb"},
 		},
 		{
 			name: "mysql unreachable",
 			cfg: sqlcloser.Config{Driver: "mysql",
-				DSN: conf.Secret{Value: "shop:sekret@tcp(127.0.0.1:1)/shop"}},
+				DSN: credential.Secret{Value: "shop:sekret@tcp(127.0.0.1:1)/shop"}},
 			wantIn: []string{"ping mysql at 127.0.0.1:1/shop"},
 		},
 		{
 			name: "mysql wrong password",
 			cfg: sqlcloser.Config{Driver: "mysql",
-				DSN: conf.Secret{Value: "nosuchuser:sekret@tcp(127.0.0.1:3306)/test"}},
+				DSN: credential.Secret{Value: "nosuchuser:sekret@tcp(127.0.0.1:3306)/test"}},
 			wantIn: []string{"ping mysql at 127.0.0.1:3306/test"},
 		},
 	}
@@ -79,7 +79,7 @@ func TestNewTLS(t *testing.T) {
 	t.Run("postgres verified", func(t *testing.T) {
 		t.Parallel()
 		// sslmode=disable in the DSN: tls wins.
-		cfg := sqlcloser.Config{Driver: sqlcloser.DriverPostgres, TLS: conf.TLS{CAFile: pg.CAFile}}
+		cfg := sqlcloser.Config{Driver: sqlcloser.DriverPostgres, TLS: credential.TLS{CAFile: pg.CAFile}}
 		cfg.DSN.Value = pg.DSN
 		c := newCloser(t, cfg)
 		var ssl bool
@@ -97,20 +97,20 @@ func TestNewTLS(t *testing.T) {
 	}{
 		{
 			name: "postgres wrong server name",
-			cfg: sqlcloser.Config{Driver: sqlcloser.DriverPostgres, DSN: conf.Secret{Value: pg.DSN},
-				TLS: conf.TLS{CAFile: pg.CAFile, ServerName: "db.example"}},
+			cfg: sqlcloser.Config{Driver: sqlcloser.DriverPostgres, DSN: credential.Secret{Value: pg.DSN},
+				TLS: credential.TLS{CAFile: pg.CAFile, ServerName: "db.example"}},
 		},
 		{
 			// The shared server has no TLS or another certificate: either
 			// way no plaintext fallback.
 			name: "postgres other server",
-			cfg: sqlcloser.Config{Driver: sqlcloser.DriverPostgres, DSN: conf.Secret{Value: dbtest.PostgresDSN(t)},
-				TLS: conf.TLS{CAFile: pg.CAFile}},
+			cfg: sqlcloser.Config{Driver: sqlcloser.DriverPostgres, DSN: credential.Secret{Value: dbtest.PostgresDSN(t)},
+				TLS: credential.TLS{CAFile: pg.CAFile}},
 		},
 		{
 			name: "mysql other server",
-			cfg: sqlcloser.Config{Driver: sqlcloser.DriverMySQL, DSN: conf.Secret{Value: dbtest.MySQLDSN(t)},
-				TLS: conf.TLS{CAFile: pg.CAFile}},
+			cfg: sqlcloser.Config{Driver: sqlcloser.DriverMySQL, DSN: credential.Secret{Value: dbtest.MySQLDSN(t)},
+				TLS: credential.TLS{CAFile: pg.CAFile}},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

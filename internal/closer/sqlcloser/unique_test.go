@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 // keyTable is an order table whose key column id is whatever ddl makes of

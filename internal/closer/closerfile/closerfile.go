@@ -1,4 +1,4 @@
-package closers
+package closerfile
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/httpcloser"
-	"github.com/hourglass/hourglass/internal/kafkacloser"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
+	"github.com/hourglass/hourglass/internal/closer/httpcloser"
+	"github.com/hourglass/hourglass/internal/closer/kafkacloser"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 )
 
 // DefaultRateBurst is the default of Entry.RateBurst.

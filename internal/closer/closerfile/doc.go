@@ -1,5 +1,5 @@
-// Package closers reads the closers file: which closer closes the tasks of
-// each kind. The canceller takes it with --closers, the reconcile command
+// Package closerfile reads the closers file: which closer closes the tasks
+// of each kind. The canceller takes it with --closers, the reconcile command
 // too.
 //
 //	closers:
@@ -21,4 +21,4 @@
 // errors, and every problem is reported with its place in the file
 // (closers.order-timeout.sql.table). A task whose kind is not in the file
 // goes to the dead-letter topic (reason unknown_kind).
-package closers
+package closerfile

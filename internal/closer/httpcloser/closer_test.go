@@ -25,7 +25,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -452,7 +452,7 @@ func TestBearerFromEnv(t *testing.T) {
 	var seen atomic.Int64
 	want.Store("Bearer env-token")
 	ts := authServer(t, &want, &seen)
-	c := newTestCloser(t, Config{URL: ts.URL + "/{id}", BearerToken: conf.Secret{Env: "HTTPCLOSER_TEST_BEARER"}}, nil)
+	c := newTestCloser(t, Config{URL: ts.URL + "/{id}", BearerToken: credential.Secret{Env: "HTTPCLOSER_TEST_BEARER"}}, nil)
 	if res, err := c.Close(t.Context(), task("o-1", 1)); err != nil || res.Outcome != outcome.Closed {
 		t.Fatalf("Close = %+v, %v", res, err)
 	}
@@ -480,7 +480,7 @@ func TestBearerFileRotation(t *testing.T) {
 	want.Store("Bearer tok-1")
 	ts := authServer(t, &want, &seen)
 	clk := clock.NewFake(epoch)
-	c := newTestCloser(t, Config{URL: ts.URL + "/{id}", BearerToken: conf.Secret{File: file}}, clk)
+	c := newTestCloser(t, Config{URL: ts.URL + "/{id}", BearerToken: credential.Secret{File: file}}, clk)
 	try := func(step string, wantOutcome outcome.Outcome, wantRequests int64) {
 		t.Helper()
 		before := seen.Load()
@@ -536,11 +536,11 @@ func TestBasicAuth(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		password conf.Secret
+		password credential.Secret
 		want     string
 	}{
-		{"value", conf.Secret{Value: "pw"}, "pw"},
-		{"file", conf.Secret{File: pwFile}, "s3cret:with:colons"},
+		{"value", credential.Secret{Value: "pw"}, "pw"},
+		{"file", credential.Secret{File: pwFile}, "s3cret:with:colons"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := make(chan [2]string, 1)
@@ -572,13 +572,13 @@ func TestTLS(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		tls  conf.TLS
+		tls  credential.TLS
 		want string // "" closes, else in the error
 	}{
-		{name: "ca file", tls: conf.TLS{CAFile: ca}},
-		{name: "ca file and server name", tls: conf.TLS{CAFile: ca, ServerName: "example.com"}},
+		{name: "ca file", tls: credential.TLS{CAFile: ca}},
+		{name: "ca file and server name", tls: credential.TLS{CAFile: ca, ServerName: "example.com"}},
 		{name: "system roots", want: "certificate"},
-		{name: "wrong server name", tls: conf.TLS{CAFile: ca, ServerName: "orders.internal"}, want: "orders.internal"},
+		{name: "wrong server name", tls: credential.TLS{CAFile: ca, ServerName: "orders.internal"}, want: "orders.internal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestCloser(t, Config{URL: ts.URL + "/{id}", TLS: tc.tls}, nil)

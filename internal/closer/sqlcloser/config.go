@@ -10,7 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 )
 
 // Drivers.
@@ -65,10 +65,10 @@ type Config struct {
 	// string literal and rewrite the statement. Another charset in the DSN
 	// (charset, character_set_client) is reported by Validate, another
 	// one in the session by New.
-	DSN conf.Secret `yaml:"dsn"`
+	DSN credential.Secret `yaml:"dsn"`
 	// TLS, when set, replaces the DSN's own TLS settings and makes TLS
 	// required (no plaintext fallback). Default: the DSN's (sslmode, tls).
-	TLS conf.TLS `yaml:"tls"`
+	TLS credential.TLS `yaml:"tls"`
 
 	// Table is the order table, optionally schema-qualified
 	// (shop.orders). Default "orders". Identifiers are quoted, so in

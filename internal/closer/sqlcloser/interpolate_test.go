@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 // mysqlParams adds parameters ("charset=gbk&interpolateParams=true") to a

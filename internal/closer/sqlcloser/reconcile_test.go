@@ -13,8 +13,8 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/sqlcloser"
 )
 
 // reconcileNow is the fake clock's reading in reconcile tests.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/conf"
+	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -87,13 +87,13 @@ type Config struct {
 	// BearerToken is sent as "Authorization: Bearer <token>". It is
 	// resolved again at most every 10s, so a rotated secret file is picked
 	// up. At most one of BearerToken and BasicAuth. Default none.
-	BearerToken conf.Secret `yaml:"bearer_token"`
+	BearerToken credential.Secret `yaml:"bearer_token"`
 	// BasicAuth is sent as HTTP basic authentication. Default none.
 	BasicAuth BasicAuth `yaml:"basic_auth"`
 	// TLS are the TLS client settings of an https URL: CA file, client
 	// certificate, server name. Default: the system roots, no client
 	// certificate.
-	TLS conf.TLS `yaml:"tls"`
+	TLS credential.TLS `yaml:"tls"`
 	// ConflictOutcome is the outcome of a 409 Conflict answer:
 	// already_closed or skipped. Default DefaultConflictOutcome
 	// (already_closed).
@@ -110,7 +110,7 @@ type BasicAuth struct {
 	Username string `yaml:"username"`
 	// Password is the password. It is resolved again at most every 10s, so
 	// a rotated secret file is picked up.
-	Password conf.Secret `yaml:"password"`
+	Password credential.Secret `yaml:"password"`
 }
 
 // IsZero reports whether no field is set.
