@@ -16,7 +16,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/app"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/poll"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/app"
-	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 )
 
 // TestReconcileCommand seeds an order table with a mix of states and ages

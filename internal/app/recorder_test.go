@@ -22,10 +22,10 @@ import (
 
 	"github.com/hourglass/hourglass/internal/app"
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/internal/report"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 // TestRecorderReportBadConfig checks that the recorder and report commands

@@ -19,8 +19,8 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/kfaketest"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

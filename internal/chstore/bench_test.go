@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 // batch returns n events of cancel records from offset first on, closed a

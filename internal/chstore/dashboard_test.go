@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 const dashboardFile = "../../deploy/grafana/hourglass-clickhouse.json"

@@ -3,7 +3,7 @@ package chstore_test
 import (
 	"testing"
 
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 func TestMain(m *testing.M) { chtest.Main(m, "chstore", nil) }

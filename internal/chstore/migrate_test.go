@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 func ctxT(t *testing.T) context.Context {

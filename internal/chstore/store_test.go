@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

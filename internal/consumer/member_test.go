@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/kfaketest"
-	"github.com/hourglass/hourglass/internal/poll"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 var cluster *kfake.Cluster

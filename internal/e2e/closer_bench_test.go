@@ -17,7 +17,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/credential"
-	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/hourglass/hourglass/internal/app"
-	"github.com/hourglass/hourglass/internal/kfaketest"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 )
 
 // execEnv makes the test binary run the hourglass tool instead of the tests,

@@ -15,10 +15,10 @@ import (
 
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/recorder"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 // flakyOnce fails the first attempt of every seventh order (retryable), so

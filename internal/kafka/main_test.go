@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/kfaketest"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 )
 
 // cluster is the kfake broker the package's tests share. Tests that need

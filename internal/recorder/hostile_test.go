@@ -8,10 +8,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/recorder"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 // TestSignedEvents: with a key, the recorder stores only the events the

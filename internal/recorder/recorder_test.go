@@ -20,14 +20,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/poll"
 	"github.com/hourglass/hourglass/internal/recorder"
 	"github.com/hourglass/hourglass/internal/report"
 	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 var seeds kgo.Opt

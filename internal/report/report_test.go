@@ -13,10 +13,10 @@ import (
 	"unicode"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/chstore/chtest"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/report"
+	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
 func TestMain(m *testing.M) { chtest.Main(m, "report", nil) }

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/clock"
-	"github.com/hourglass/hourglass/internal/kfaketest"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

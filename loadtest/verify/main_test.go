@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/kfaketest"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/loadtest/manifest"
 )
 

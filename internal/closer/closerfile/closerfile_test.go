@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/dbtest"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 )
 
 func TestParse(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hourglass/hourglass/internal/closer"
-	"github.com/hourglass/hourglass/internal/kfaketest"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
-	"github.com/hourglass/hourglass/internal/dbtest"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/poll"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 func TestClose(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/credential"
-	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 )
 
 // A close of an unpaid order, its duplicate, a paid order and an unknown

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/poll"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 // livenessBound bounds every wait of TestPendingInput.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/dbtest"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 )
 
 func TestSharedServers(t *testing.T) {

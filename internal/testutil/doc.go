@@ -1,0 +1,8 @@
+// Package testutil holds, in packages below it, what tests need and the
+// services never import: dbtest (the shared Postgres and MySQL/MariaDB
+// servers, and private Postgres servers to stop and start), chtest (a
+// ClickHouse database on the shared server, and a private server), kfaketest
+// (one in-process kfake cluster per test package, and a goroutine leak
+// check) and poll (a bounded wait for a condition). Only _test.go files and
+// other test helpers import them.
+package testutil
