@@ -19,6 +19,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -185,7 +186,7 @@ func replayRecord(d deadLetter, rule replayRule, now time.Time) (*kgo.Record, er
 	// and with the attempt reset.
 	hs := make([]kgo.RecordHeader, 0, len(d.rec.Headers))
 	for _, h := range d.rec.Headers {
-		if tiers.Owned(h.Key) || h.Key == tiers.HeaderAttempt {
+		if record.Owned(h.Key) || h.Key == tiers.HeaderAttempt {
 			continue
 		}
 		hs = append(hs, h)

@@ -21,6 +21,7 @@ import (
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -402,7 +403,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		m, err = tiers.DecodeRecord(r)
 	}
 	if err != nil {
-		c.deadLetter(j, string(tiers.ReasonOf(err, "invalid")), err)
+		c.deadLetter(j, string(record.ReasonOf(err, "invalid")), err)
 		return
 	}
 	task := closer.Task{ID: string(r.Key), Kind: m.Kind, Payload: r.Value, Meta: m, Attempt: max(1, m.Attempt)}
@@ -469,8 +470,8 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 		}
 		ev.Outcome, ev.Error = outcome.Failed, err.Error()
 		c.log.Warn("close failed; dead letter", "task", task.ID, "kind", task.Kind, "attempt", task.Attempt, "reason", reason, "err", err)
-		dl := tiers.DeadLetter(r, c.cfg.DeadLetter, fmt.Errorf("%s: %w", reason, err), now)
-		dl.Headers = tiers.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(strconv.Itoa(task.Attempt)))
+		dl := record.DeadLetter(r, c.cfg.DeadLetter, fmt.Errorf("%s: %w", reason, err), now)
+		dl.Headers = record.SetHeader(dl.Headers, tiers.HeaderAttempt, []byte(strconv.Itoa(task.Attempt)))
 		out = append(out, onward{dl, kindDeadLetter})
 		c.stats.deadLettered.Add(1)
 		c.metrics.deadLetters.WithLabelValues(reason).Inc()
@@ -535,7 +536,7 @@ func (c *Canceller) backoff(attempt int, err error) time.Duration {
 func (c *Canceller) retry(r *kgo.Record, deadline time.Time, attempt int, now time.Time, wait time.Duration) *kgo.Record {
 	return &kgo.Record{
 		Topic: tiers.Topic(c.cfg.Prefix, c.cfg.Tiers.Pick(wait)), Key: r.Key, Value: r.Value, Timestamp: now,
-		Headers: tiers.Onward(r.Headers,
+		Headers: record.Onward(r.Headers,
 			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(now.Add(wait))},
 			kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(r.Topic)},
 			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte(strconv.Itoa(attempt))},
@@ -550,10 +551,10 @@ func (c *Canceller) deadLetter(j job, reason string, cause error) {
 	c.metrics.deadLetters.WithLabelValues(reason).Inc()
 	c.stats.deadLettered.Add(1)
 	c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", cause)
-	if tiers.ReasonOf(cause, "") == "" {
+	if record.ReasonOf(cause, "") == "" {
 		cause = fmt.Errorf("%s: %w", reason, cause)
 	}
-	c.send(j, []onward{{tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}})
+	c.send(j, []onward{{record.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}})
 }
 
 func millis(t time.Time) int64 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -181,7 +182,7 @@ func (c Config) Validate() []error {
 		if t == c.Outcomes || t == c.DeadLetter {
 			bad("topics", "%s is also the outcomes or dead-letter topic", t)
 		}
-		if c.Prefix != "" && strings.HasPrefix(t, tiers.DelayTopicPrefix(c.Prefix)) {
+		if c.Prefix != "" && strings.HasPrefix(t, record.DelayTopicPrefix(c.Prefix)) {
 			bad("topics", "%s is a delay topic: a retry would loop", t)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -93,11 +94,11 @@ func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
 		c.log.Warn("retry record refused; dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 		c.metrics.deadLetters.WithLabelValues(reasonProduceFailed).Inc()
 		c.stats.deadLettered.Add(1)
-		c.produce(s, onward{tiers.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}, 0)
+		c.produce(s, onward{record.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}, 0)
 		return
 	case tooLarge && o.kind == kindDeadLetter && tries == 1:
 		cause, _ := tiers.Header(o.rec.Headers, tiers.HeaderReason)
-		c.produce(s, onward{tiers.MinimalDeadLetter(r, c.cfg.DeadLetter, errors.New(string(cause)), c.clock.Now()), kindDeadLetter}, tries)
+		c.produce(s, onward{record.MinimalDeadLetter(r, c.cfg.DeadLetter, errors.New(string(cause)), c.clock.Now()), kindDeadLetter}, tries)
 		return
 	case tooLarge && o.kind == kindOutcome:
 		c.log.Error("outcome event refused as too large; the close stands, but is not recorded", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)

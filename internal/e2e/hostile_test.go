@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -170,7 +171,7 @@ func (g *hostileGen) hostile() *hostileRecord {
 	if chance(0.3) {
 		targets := []string{
 			g.p.cancelTopic(), g.p.cancelTopic(), g.p.dlqTopic(), g.p.outcomesTopic(), g.p.foreignTopic(), "orders.other",
-			g.p.delayTopic(g.p.table.Smallest()), g.p.delayTopic(g.p.table.Largest()), tiers.DelayTopicPrefix(g.p.prefix) + "7s",
+			g.p.delayTopic(g.p.table.Smallest()), g.p.delayTopic(g.p.table.Largest()), record.DelayTopicPrefix(g.p.prefix) + "7s",
 			"", "bad topic!", "é", strings.Repeat("t", 250), "..",
 		}
 		headers = append(headers, kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(g.pick(targets...))})
@@ -428,7 +429,7 @@ func TestHostileRecords(t *testing.T) {
 			prod.Produce(ctx, h.rec, func(r *kgo.Record, err error) {
 				if err != nil {
 					mu.Lock()
-					prodErr = append(prodErr, fmt.Sprintf("%s (%d bytes): %v", h.id, tiers.Size(r), err))
+					prodErr = append(prodErr, fmt.Sprintf("%s (%d bytes): %v", h.id, record.Size(r), err))
 					mu.Unlock()
 				}
 			})
@@ -509,7 +510,7 @@ func TestHostileRecords(t *testing.T) {
 			switch {
 			case hd.Key == tiers.HeaderForwarded:
 				fwd = append(fwd, string(hd.Value))
-			case tiers.Owned(hd.Key) || bytes.HasPrefix(hd.Value, []byte(forged)):
+			case record.Owned(hd.Key) || bytes.HasPrefix(hd.Value, []byte(forged)):
 				bad("%s: header %s %q reached the target", id, hd.Key, clipBytes(hd.Value))
 			}
 		}
@@ -555,7 +556,7 @@ func TestHostileRecords(t *testing.T) {
 		}
 		truncated := headerValues(r.Headers, tiers.HeaderTruncated)
 		for _, hd := range r.Headers {
-			if tiers.Owned(hd.Key) && bytes.HasPrefix(hd.Value, []byte(forged)) || hd.Key == tiers.HeaderForwarded {
+			if record.Owned(hd.Key) && bytes.HasPrefix(hd.Value, []byte(forged)) || hd.Key == tiers.HeaderForwarded {
 				bad("%s: forged header %s %q in its dead letter", id, hd.Key, clipBytes(hd.Value))
 			}
 		}
@@ -607,7 +608,7 @@ func headerValues(hs []kgo.RecordHeader, key string) []string {
 func headerBag(hs []kgo.RecordHeader) map[string]int {
 	out := map[string]int{}
 	for _, h := range hs {
-		if tiers.Owned(h.Key) || h.Key == tiers.HeaderPath || h.Key == tiers.HeaderHops {
+		if record.Owned(h.Key) || h.Key == tiers.HeaderPath || h.Key == tiers.HeaderHops {
 			continue
 		}
 		out[strconv.Quote(h.Key)+"="+strconv.Quote(string(h.Value))]++

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -222,9 +223,9 @@ func (c Config) Validate() []error {
 			bad(l.flag, "%d: must be at least 1", l.v)
 		}
 	}
-	if c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes > tiers.MaxDeadLetterBytes-16<<10 {
+	if c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes > record.MaxDeadLetterBytes-16<<10 {
 		bad("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
-			c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes, tiers.MaxDeadLetterBytes-16<<10)
+			c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes, record.MaxDeadLetterBytes-16<<10)
 	}
 	if c.Group == "" {
 		bad("group", "must not be empty")
@@ -262,7 +263,7 @@ func (c Config) Validate() []error {
 }
 
 // delayPrefix is what every delay topic's name starts with.
-func (c Config) delayPrefix() string { return tiers.DelayTopicPrefix(c.Prefix) }
+func (c Config) delayPrefix() string { return record.DelayTopicPrefix(c.Prefix) }
 
 // forbidden says why topic can never be a target, or "" if it can be one:
 // a record sent to a delay topic would loop, and the dead-letter and

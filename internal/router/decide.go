@@ -9,6 +9,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -84,7 +85,7 @@ func (r *Router) arrive(p *partition, rec *kgo.Record, mark consumer.Mark, now t
 		m, err = tiers.DecodeRecord(rec)
 	}
 	if err == nil {
-		err = tiers.CheckDue(m.Due, now, r.cfg.MaxDelay)
+		err = record.CheckDue(m.Due, now, r.cfg.MaxDelay)
 	}
 	if err == nil {
 		err = r.checkTarget(r.target(m))
@@ -277,8 +278,8 @@ func (r *Router) forward(e *entry, now time.Time) {
 		r.metrics.lateness.Observe(late.Seconds())
 	}
 	out := onward(e, r.target(e.meta), now)
-	out.Headers = tiers.Onward(e.rec.Headers,
-		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
+	out.Headers = record.Onward(e.rec.Headers,
+		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(record.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderForwarded, Value: tiers.FormatMillis(now)},
 	)
 	r.produce(&flight{e: e, out: out, kind: kindForward})
@@ -287,8 +288,8 @@ func (r *Router) forward(e *entry, now time.Time) {
 // hop moves e to the delay topic of tier.
 func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
 	out := onward(e, r.topicOf[tier], now)
-	out.Headers = tiers.Onward(e.rec.Headers,
-		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(tiers.AppendPath(e.meta.Path, e.part.tier))},
+	out.Headers = record.Onward(e.rec.Headers,
+		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(record.AppendPath(e.meta.Path, e.part.tier))},
 		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)},
 	)
 	r.produce(&flight{e: e, out: out, kind: kindHop, to: tier})

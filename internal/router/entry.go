@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/consumer"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -54,7 +55,7 @@ const entryOverhead = 320
 
 // recordBytes is what the key, value and headers of rec take.
 func recordBytes(rec *kgo.Record) int {
-	return len(rec.Key) + len(rec.Value) + tiers.HeaderBytes(rec.Headers)
+	return len(rec.Key) + len(rec.Value) + record.HeaderBytes(rec.Headers)
 }
 
 // own makes e hold a copy of its record's key, value and header values in

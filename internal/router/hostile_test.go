@@ -29,9 +29,9 @@ func (b *bundle) produceRec(t *testing.T, r *kgo.Record) {
 	}
 }
 
-// record is a delay record of topic with key, due at due and the extra
+// delayRecord is a delay record of topic with key, due at due and the extra
 // headers.
-func record(topic, key string, ts, due time.Time, hs ...kgo.RecordHeader) *kgo.Record {
+func delayRecord(topic, key string, ts, due time.Time, hs ...kgo.RecordHeader) *kgo.Record {
 	return &kgo.Record{Topic: topic, Key: []byte(key), Timestamp: ts,
 		Headers: append([]kgo.RecordHeader{{Key: tiers.HeaderDue, Value: tiers.FormatMillis(due)}}, hs...)}
 }
@@ -131,10 +131,10 @@ func TestTargets(t *testing.T) {
 		"near-allowed": cfg.Prefix + "orders",
 	}
 	for key, target := range bad {
-		b.produceRec(t, record(topic, key, t0, past, header(tiers.HeaderTarget, target)))
+		b.produceRec(t, delayRecord(topic, key, t0, past, header(tiers.HeaderTarget, target)))
 	}
-	b.produceRec(t, record(topic, "allowed", t0, past, header(tiers.HeaderTarget, allowed)))
-	b.produceRec(t, record(topic, "default", t0, past))
+	b.produceRec(t, delayRecord(topic, "allowed", t0, past, header(tiers.HeaderTarget, allowed)))
+	b.produceRec(t, delayRecord(topic, "default", t0, past))
 	for key, target := range bad {
 		dl := b.read(t, cfg.DeadLetter, key, 1)[0]
 		if got := reason(dl); got != string(tiers.ReasonTargetInvalid) {
@@ -192,8 +192,8 @@ func TestOwnedHeadersDropped(t *testing.T) {
 		header(tiers.HeaderForwarded, "1"),
 		header("trace", "kept"),
 	}
-	b.produceRec(t, record(topic, "forward", t0, t0.Add(-time.Second), forged...))
-	invalid := record(topic, "dead", t0, t0, forged...)
+	b.produceRec(t, delayRecord(topic, "forward", t0, t0.Add(-time.Second), forged...))
+	invalid := delayRecord(topic, "dead", t0, t0, forged...)
 	invalid.Headers = append(invalid.Headers, header(tiers.HeaderVersion, "2"))
 	b.produceRec(t, invalid)
 
@@ -231,10 +231,10 @@ func TestSizeLimits(t *testing.T) {
 		many[i] = header("h"+strconv.Itoa(i), "")
 	}
 	cases := map[string]*kgo.Record{
-		"key":     record(topic, strings.Repeat("<", 180_000), t0, past),
-		"value":   record(topic, "value", t0, past),
-		"headers": record(topic, "headers", t0, past, many...),
-		"bytes":   record(topic, "bytes", t0, past, header("big", strings.Repeat("h", tiers.DefaultMaxHeaderBytes))),
+		"key":     delayRecord(topic, strings.Repeat("<", 180_000), t0, past),
+		"value":   delayRecord(topic, "value", t0, past),
+		"headers": delayRecord(topic, "headers", t0, past, many...),
+		"bytes":   delayRecord(topic, "bytes", t0, past, header("big", strings.Repeat("h", tiers.DefaultMaxHeaderBytes))),
 	}
 	cases["value"].Value = bytes.Repeat([]byte("v"), tiers.DefaultMaxValueBytes+1)
 	want := map[string]tiers.Reason{"key": tiers.ReasonKeyTooLarge, "value": tiers.ReasonValueTooLarge,
@@ -242,7 +242,7 @@ func TestSizeLimits(t *testing.T) {
 	for _, r := range cases {
 		b.produceRec(t, r)
 	}
-	b.produceRec(t, record(topic, "after", t0, past))
+	b.produceRec(t, delayRecord(topic, "after", t0, past))
 	b.read(t, b.cfg.Target, "after", 1)
 	for name, r := range cases {
 		dl := b.read(t, b.cfg.DeadLetter, string(r.Key), 1)[0]
@@ -275,14 +275,14 @@ func TestNearLimitRecords(t *testing.T) {
 	topic := tiers.Topic(cfg.Prefix, 30*time.Second)
 	past := t0.Add(-time.Second)
 
-	huge := record(topic, "huge", t0, past)
+	huge := delayRecord(topic, "huge", t0, past)
 	huge.Value = bytes.Repeat([]byte("v"), 999_000)
 	b.produceRec(t, huge)
-	mid := record(topic, "mid", t0, past) // too large for the target, fits the dead-letter topic
-	mid.Value = make([]byte, 10_000)      // incompressible: the limit is on the compressed batch
+	mid := delayRecord(topic, "mid", t0, past) // too large for the target, fits the dead-letter topic
+	mid.Value = make([]byte, 10_000)           // incompressible: the limit is on the compressed batch
 	rand.NewChaCha8([32]byte{1}).Read(mid.Value)
 	b.produceRec(t, mid)
-	b.produceRec(t, record(topic, "after", t0, past))
+	b.produceRec(t, delayRecord(topic, "after", t0, past))
 	b.read(t, cfg.Target, "after", 1)
 
 	dl := b.read(t, cfg.DeadLetter, "huge", 1)[0]
@@ -337,7 +337,7 @@ func TestDeadLetterRefused(t *testing.T) {
 		stuck = 1
 	}
 	b.produceRec(t, &kgo.Record{Topic: topic, Key: []byte("bad"), Timestamp: t0}) // no due time
-	b.produceRec(t, record(topic, "after", t0, t0.Add(-time.Second)))
+	b.produceRec(t, delayRecord(topic, "after", t0, t0.Add(-time.Second)))
 	b.read(t, b.cfg.Target, "after", 1)
 	// Tries come with the clock's backoff, never a stop.
 	for i := range 4 {
@@ -434,8 +434,8 @@ func TestFailingTarget(t *testing.T) {
 	past := t0.Add(-time.Second)
 	before := b.router.Stats()
 	for i := range 20 {
-		b.produceRec(t, record(topic, "f"+strconv.Itoa(i), t0, past, header(tiers.HeaderTarget, failing)))
-		b.produceRec(t, record(topic, "ok"+strconv.Itoa(i), t0, past))
+		b.produceRec(t, delayRecord(topic, "f"+strconv.Itoa(i), t0, past, header(tiers.HeaderTarget, failing)))
+		b.produceRec(t, delayRecord(topic, "ok"+strconv.Itoa(i), t0, past))
 	}
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+20 })
 	if q := b.router.stats.queued.Load(); q != 18 {
@@ -466,7 +466,7 @@ func TestBufferFull(t *testing.T) {
 	before := b.router.Stats()
 	var rs []*kgo.Record
 	for i := range 200 {
-		rs = append(rs, record(topic, "k"+strconv.Itoa(i), t0, t0.Add(-time.Second)))
+		rs = append(rs, delayRecord(topic, "k"+strconv.Itoa(i), t0, t0.Add(-time.Second)))
 	}
 	if err := b.cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
 		t.Fatal(err)

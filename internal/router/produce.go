@@ -10,6 +10,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -215,7 +216,7 @@ func (r *Router) release(e *entry) {
 
 // deadLetter produces e to the dead-letter topic with the reason.
 func (r *Router) deadLetter(e *entry, cause error) {
-	code := tiers.ReasonOf(cause, reasonProduceFailed)
+	code := record.ReasonOf(cause, reasonProduceFailed)
 	r.log.Warn("dead letter", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "reason", code, "err", cause)
 	r.stats.deadLettered.Add(1)
 	r.metrics.deadLetters.WithLabelValues(string(code)).Inc()
@@ -224,12 +225,12 @@ func (r *Router) deadLetter(e *entry, cause error) {
 }
 
 // produceDeadLetter produces e's dead letter: the full one, cut to fit
-// (tiers.DeadLetter), or the minimal one once the topic refused that as too
+// (record.DeadLetter), or the minimal one once the topic refused that as too
 // large.
 func (r *Router) produceDeadLetter(e *entry) {
-	build := tiers.DeadLetter
+	build := record.DeadLetter
 	if e.minimal {
-		build = tiers.MinimalDeadLetter
+		build = record.MinimalDeadLetter
 	}
 	r.produce(&flight{e: e, out: build(e.rec, r.cfg.DeadLetter, e.cause, r.clock.Now()), kind: kindDeadLetter})
 }

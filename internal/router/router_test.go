@@ -135,7 +135,7 @@ func (b *bundle) waitArmed(t *testing.T, at time.Time) {
 // produce produces a delay record of topic with key, stamped ts, due at due.
 func (b *bundle) produce(t *testing.T, topic, key string, ts time.Time, due time.Time) {
 	t.Helper()
-	b.produceRec(t, record(topic, key, ts, due))
+	b.produceRec(t, delayRecord(topic, key, ts, due))
 }
 
 // read returns the records of topic with key, in order.

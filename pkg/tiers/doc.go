@@ -1,5 +1,8 @@
-// Package tiers holds Hourglass's record contract and tier logic, for the
-// router and canceller and for Go services that schedule deadlines.
+// Package tiers holds Hourglass's record contract and tier logic: what a Go
+// service that schedules deadlines needs, and what a consumer of a target
+// topic needs to read the contract headers. Hourglass's own services build
+// on it; what only they do to the records they move (paths, dead letters,
+// header edits) is not part of it.
 //
 // A deadline is a Kafka record in a delay topic. Tiers are the wait durations
 // of those topics ("1m,5m,30m" by default); the topic of tier d is

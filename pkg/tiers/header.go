@@ -1,7 +1,6 @@
 package tiers
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -264,70 +263,10 @@ func clip(v []byte) string {
 	return strings.ToValidUTF8(string(v), "?")
 }
 
-// CheckDue reports an *InvalidError when due is more than maxDelay after now.
-// A due time in the past is valid: it fires at once. maxDelay <= 0 disables
-// the check.
-func CheckDue(due, now time.Time, maxDelay time.Duration) error {
-	if maxDelay > 0 && due.Sub(now) > maxDelay {
-		return invalid(ReasonDueTooFar, "due %s is more than the maximum delay %v away", due.UTC().Format(time.RFC3339), maxDelay)
-	}
-	return nil
-}
-
 // FormatMillis formats t as unix milliseconds in decimal ASCII, the encoding
 // of every time header.
 func FormatMillis(t time.Time) []byte {
 	return strconv.AppendInt(nil, t.UnixMilli(), 10)
-}
-
-// SetHeader returns headers with key set to value: the first header named key
-// is replaced and later ones removed, or a header is appended.
-func SetHeader(headers []kgo.RecordHeader, key string, value []byte) []kgo.RecordHeader {
-	return SetHeaders(headers, kgo.RecordHeader{Key: key, Value: value})
-}
-
-// SetHeaders returns a copy of headers with each of set applied as SetHeader
-// does: the first header of the same key is replaced in place and later ones
-// removed; keys not present are appended in order. headers is not changed.
-func SetHeaders(headers []kgo.RecordHeader, set ...kgo.RecordHeader) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(headers)+len(set))
-	var small [8]bool // the router's hot path sets two or three headers
-	var done []bool
-	if len(set) <= len(small) {
-		done = small[:len(set)]
-	} else {
-		done = make([]bool, len(set))
-	}
-outer:
-	for _, h := range headers {
-		for i, s := range set {
-			if h.Key != s.Key {
-				continue
-			}
-			if !done[i] {
-				done[i] = true
-				out = append(out, s)
-			}
-			continue outer
-		}
-		out = append(out, h)
-	}
-	for i, s := range set {
-		if !done[i] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// ReasonOf returns the Reason of an *InvalidError in err's chain, or
-// fallback.
-func ReasonOf(err error, fallback Reason) Reason {
-	var inv *InvalidError
-	if errors.As(err, &inv) {
-		return inv.Reason
-	}
-	return fallback
 }
 
 // Header returns the value of the first header named key.
@@ -338,44 +277,4 @@ func Header(headers []kgo.RecordHeader, key string) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-// AppendPath appends tier to a run-length encoded path: "" + 30m = "30m",
-// "30m" + 30m = "30m*2", "30m*2" + 5m = "30m*2,5m". A path that would exceed
-// its limit keeps its older part and ends with "...".
-func AppendPath(path string, tier time.Duration) string {
-	name := Name(tier)
-	if path == "" {
-		return name
-	}
-	if strings.HasSuffix(path, "...") {
-		return path
-	}
-	head, last := "", path
-	if i := strings.LastIndexByte(path, ','); i >= 0 {
-		head, last = path[:i+1], path[i+1:]
-	}
-	out := path + "," + name
-	lastName, count, hasCount := strings.Cut(last, "*")
-	if lastName == name {
-		n := 1
-		if hasCount {
-			if c, err := strconv.Atoi(count); err == nil {
-				n = c
-			}
-		}
-		out = head + name + "*" + strconv.Itoa(n+1)
-	}
-	// Leave room for the cut mark, so that the result stays within the
-	// limit Decode enforces. Only a path that did not come from AppendPath
-	// can be too long for the mark itself; cut it on a rune boundary.
-	const cut = ",..."
-	if len(out) <= maxPathLen-len(cut) {
-		return out
-	}
-	keep := min(len(path), maxPathLen-len(cut))
-	for keep > 0 && keep < len(path) && !utf8.RuneStart(path[keep]) {
-		keep--
-	}
-	return path[:keep] + cut
 }

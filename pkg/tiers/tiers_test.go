@@ -305,10 +305,6 @@ func TestTopic(t *testing.T) {
 		if err := ValidTopic(got); err != nil {
 			t.Errorf("Topic(%q, %v) = %q: %v", tt.prefix, tt.d, got, err)
 		}
-		d, ok := TierOf(tt.prefix, got)
-		if !ok || d != tt.d {
-			t.Errorf("TierOf(%q, %q) = %v, %v; want %v, true", tt.prefix, got, d, ok, tt.d)
-		}
 	}
 
 	if got, want := DefaultTable().Topics(DefaultPrefix), []string{"hourglass.delay.1m", "hourglass.delay.5m", "hourglass.delay.30m"}; !slices.Equal(got, want) {
@@ -322,49 +318,6 @@ func TestTopic(t *testing.T) {
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got topic %q, want %q", tt.got, tt.want)
-		}
-	}
-}
-
-func TestTierOf(t *testing.T) {
-	t.Parallel()
-
-	tests := []struct {
-		name   string
-		prefix string
-		topic  string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "1m", prefix: DefaultPrefix, topic: "hourglass.delay.1m", want: time.Minute, wantOK: true},
-		{name: "compound", prefix: DefaultPrefix, topic: "hourglass.delay.1h30m", want: 90 * time.Minute, wantOK: true},
-		{name: "milliseconds", prefix: DefaultPrefix, topic: "hourglass.delay.1s500ms", want: 1500 * time.Millisecond, wantOK: true},
-		{name: "empty prefix", prefix: "", topic: "delay.5m", want: 5 * time.Minute, wantOK: true},
-
-		// Only the canonical name of a tier is its topic.
-		{name: "60s is spelled 1m", prefix: DefaultPrefix, topic: "hourglass.delay.60s"},
-		{name: "90m is spelled 1h30m", prefix: DefaultPrefix, topic: "hourglass.delay.90m"},
-		{name: "zero unit", prefix: DefaultPrefix, topic: "hourglass.delay.1h0m"},
-		{name: "fraction", prefix: DefaultPrefix, topic: "hourglass.delay.1.5s"},
-		{name: "plus sign", prefix: DefaultPrefix, topic: "hourglass.delay.+1m"},
-		{name: "leading zero", prefix: DefaultPrefix, topic: "hourglass.delay.01m"},
-		{name: "zero", prefix: DefaultPrefix, topic: "hourglass.delay.0s"},
-		{name: "negative", prefix: DefaultPrefix, topic: "hourglass.delay.-1m"},
-		{name: "uppercase unit", prefix: DefaultPrefix, topic: "hourglass.delay.1M"},
-
-		{name: "wrong prefix", prefix: DefaultPrefix, topic: "other.delay.1m"},
-		{name: "prefix of another service", prefix: "shop.", topic: "hourglass.delay.1m"},
-		{name: "missing delay", prefix: DefaultPrefix, topic: "hourglass.1m"},
-		{name: "cancel topic", prefix: DefaultPrefix, topic: "hourglass.cancel"},
-		{name: "no tier", prefix: DefaultPrefix, topic: "hourglass.delay."},
-		{name: "garbage tier", prefix: DefaultPrefix, topic: "hourglass.delay.soon"},
-		{name: "trailing garbage", prefix: DefaultPrefix, topic: "hourglass.delay.1m.old"},
-		{name: "empty", prefix: DefaultPrefix, topic: ""},
-	}
-	for _, tt := range tests {
-		got, ok := TierOf(tt.prefix, tt.topic)
-		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("%s: TierOf(%q, %q) = %v, %v; want %v, %v", tt.name, tt.prefix, tt.topic, got, ok, tt.want, tt.wantOK)
 		}
 	}
 }

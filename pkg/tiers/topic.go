@@ -2,7 +2,6 @@ package tiers
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -12,25 +11,7 @@ const DefaultPrefix = "hourglass."
 // Topic returns the delay topic of tier d: prefix + "delay." + Name(d), for
 // example "hourglass.delay.30m".
 func Topic(prefix string, d time.Duration) string {
-	return DelayTopicPrefix(prefix) + Name(d)
-}
-
-// DelayTopicPrefix is what the name of every delay topic of prefix starts
-// with: prefix + "delay.".
-func DelayTopicPrefix(prefix string) string { return prefix + "delay." }
-
-// TierOf parses a delay topic name back into its tier. It reports false when
-// topic is not prefix + "delay." + a duration.
-func TierOf(prefix, topic string) (time.Duration, bool) {
-	rest, ok := strings.CutPrefix(topic, prefix+"delay.")
-	if !ok {
-		return 0, false
-	}
-	d, err := time.ParseDuration(rest)
-	if err != nil || d <= 0 || Name(d) != rest {
-		return 0, false
-	}
-	return d, true
+	return prefix + "delay." + Name(d)
 }
 
 // Topics returns the delay topic of every tier in t, smallest first.
