@@ -1,0 +1,5 @@
+// Package e2e holds the acceptance tests of the pipeline: a scheduler, the
+// router and the canceller on one in-process kfake broker, checked against
+// the invariants of DESIGN.md (never early, nothing lost, duplicates only
+// from crashes and bounded, malformed records to the dead-letter topic).
+package e2e
