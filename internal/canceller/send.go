@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -120,4 +123,52 @@ func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
 		t.Stop()
 		s.end(c, false)
 	}
+}
+
+// event returns the outcome record of ev, keyed by the task id (cut like
+// the event's), signed when a key is configured.
+func (c *Canceller) event(key []byte, ev *outcome.Event, now time.Time) *kgo.Record {
+	val, err := ev.Marshal()
+	if err != nil {
+		panic(err) // an Event of strings and integers always marshals
+	}
+	rec := &kgo.Record{Topic: c.cfg.Outcomes, Key: key[:min(len(key), outcome.MaxTaskIDBytes)], Value: val, Timestamp: now}
+	if len(c.cfg.OutcomesKey) > 0 {
+		rec.Headers = []kgo.RecordHeader{{Key: outcome.HeaderSignature, Value: outcome.Sign(c.cfg.OutcomesKey, val)}}
+	}
+	return rec
+}
+
+// retry returns the record that schedules attempt of r's task wait after
+// now: r with its due time, target (the topic it came from), attempt and
+// deadline set, in the delay topic of the wait.
+func (c *Canceller) retry(r *kgo.Record, deadline time.Time, attempt int, now time.Time, wait time.Duration) *kgo.Record {
+	return &kgo.Record{
+		Topic: tiers.Topic(c.cfg.Prefix, c.cfg.Tiers.Pick(wait)), Key: r.Key, Value: r.Value, Timestamp: now,
+		Headers: record.Onward(r.Headers,
+			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(now.Add(wait))},
+			kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte(strconv.Itoa(attempt))},
+			kgo.RecordHeader{Key: tiers.HeaderDeadline, Value: tiers.FormatMillis(deadline)},
+		),
+	}
+}
+
+// deadLetter sends a record that cannot be closed to the dead-letter topic.
+func (c *Canceller) deadLetter(j job, reason string, cause error) {
+	r := j.r
+	c.metrics.deadLetters.WithLabelValues(reason).Inc()
+	c.stats.deadLettered.Add(1)
+	c.log.Warn("dead letter", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", cause)
+	if record.ReasonOf(cause, "") == "" {
+		cause = fmt.Errorf("%s: %w", reason, cause)
+	}
+	c.send(j, []onward{{record.DeadLetter(r, c.cfg.DeadLetter, cause, c.clock.Now()), kindDeadLetter}})
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
