@@ -13,7 +13,8 @@ import (
 	"testing"
 )
 
-// TestRulesValid checks the rules file with promtool and runs its unit tests.
+// TestRulesValid checks the rules file with promtool and runs its unit tests,
+// every prometheus/*.test.yaml.
 // A missing promtool fails the test: scripts/deps.sh installs it.
 func TestRulesValid(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
@@ -26,11 +27,16 @@ func TestRulesValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool is not on PATH (%v): run scripts/deps.sh, which takes it out of Debian's prometheus package into .tools/bin", err)
 	}
-	for _, args := range [][]string{
-		{"check", "rules", "hourglass-rules.yaml"},
-		{"test", "rules", "hourglass-rules.test.yaml"},
-	} {
-		t.Run(strings.Join(args[:2], "_"), func(t *testing.T) {
+	tests, err := filepath.Glob("prometheus/*.test.yaml")
+	if err != nil || len(tests) < 2 {
+		t.Fatalf("prometheus/*.test.yaml: %v %v", tests, err)
+	}
+	runs := [][]string{{"check", "rules", "hourglass-rules.yaml"}}
+	for _, f := range tests {
+		runs = append(runs, []string{"test", "rules", filepath.Base(f)})
+	}
+	for _, args := range runs {
+		t.Run(strings.Join(args[:2], "_")+"_"+args[2], func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), promtool, args...)
 			cmd.Dir = "prometheus"
 			out, err := cmd.CombinedOutput()
@@ -71,7 +77,8 @@ func TestAlerts(t *testing.T) {
 	}
 	for _, want := range []string{
 		"HourglassEarlyFire", "HourglassCloseFailureRatio", "HourglassDeadLettersGrowing", "HourglassRouterBehind",
-		"HourglassCloseLateness", "HourglassCancellerLag", "HourglassCancellerLagGrowing",
+		"HourglassCloseLateness", "HourglassCancellerLag", "HourglassCancellerLagGrowing", "HourglassRecorderLag",
+		"HourglassTargetDown", "HourglassTargetAbsent", "HourglassSeriesAbsent",
 	} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alert %s is missing from %s", want, rulesFile)

@@ -73,6 +73,10 @@ func (s series) check(name string) bool {
 	return false
 }
 
+// promUp is the series Prometheus writes for every target it scrapes: 1
+// when the scrape worked, 0 when it did not.
+const promUp = "up"
+
 var (
 	// promQLString matches PromQL string literals, whose contents are not
 	// metric names (label values, label_replace arguments).
@@ -82,8 +86,9 @@ var (
 	word = regexp.MustCompile(`[a-zA-Z0-9_:]+`)
 )
 
-// metricNames returns the Hourglass metric names and recording-rule names
-// (those holding a ':') that a PromQL expression uses.
+// metricNames returns the Hourglass metric names, recording-rule names
+// (those holding a ':') and Prometheus' own up that a PromQL expression
+// uses.
 func metricNames(expr string) []string {
 	expr = promQLString.ReplaceAllString(expr, `""`)
 	var names []string
@@ -95,7 +100,7 @@ func metricNames(expr string) []string {
 			if w[0] >= '0' && w[0] <= '9' {
 				continue
 			}
-			if strings.HasPrefix(w, "hourglass_") || strings.Contains(w, ":") {
+			if strings.HasPrefix(w, "hourglass_") || strings.Contains(w, ":") || w == promUp {
 				names = append(names, w)
 			}
 		}
@@ -181,6 +186,9 @@ func (c seriesCheck) expr(where, expr string) {
 // name checks that a recording rule is defined, and a series documented.
 func (c seriesCheck) name(where, name string) {
 	c.t.Helper()
+	if name == promUp {
+		return // Prometheus' own, for every target
+	}
 	if strings.Contains(name, ":") {
 		if !c.recorded[name] {
 			c.t.Errorf("%s: recording rule %s is not defined in %s", where, name, rulesFile)
@@ -208,6 +216,10 @@ func TestMetricNames(t *testing.T) {
 		{
 			expr: `label_replace(increase(hourglass_router_early_forwards_total[$__rate_interval]), "s", "hourglass_x", "", "") # hourglass_y`,
 			want: []string{"hourglass_router_early_forwards_total"},
+		},
+		{
+			expr: `up{job=~".*router.*"} == 0 unless on (job) group by (job) (hourglass_consumer_lag_records)`,
+			want: []string{"up", "hourglass_consumer_lag_records"},
 		},
 		{
 			expr: "histogram_quantile(0.99, sum by (le) (rate(hourglass_router_forward_lateness_seconds_bucket[5m])))",
