@@ -48,10 +48,12 @@ app.kubernetes.io/part-of: hourglass
 
 {{- define "hourglass.image" -}}
 {{- $img := .Values.image -}}
+{{- $repo := $img.repository -}}
+{{- with $img.registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}{{ end -}}
 {{- if $img.digest -}}
-{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
 {{- end -}}
 
@@ -249,8 +251,37 @@ which must differ between pods.
 {{- else if hasKey $env $k -}}
 {{- fail (printf "%s.extraEnv.%s: the chart sets this variable from its own values (values.yaml); set that key instead" $where $k) -}}
 {{- end -}}
+{{- if not (kindIs "map" $val) -}}
 {{- $_ := set $env $k (toString $val) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+hourglass.extraEnvFrom is the container env list of a component's extraEnv
+entries that are {valueFrom: ...} (the plain strings go to its ConfigMap).
+*/}}
+{{- define "hourglass.extraEnvFrom" -}}
+{{- range $k, $val := . }}
+{{- if kindIs "map" $val }}
+- name: {{ $k }}
+  valueFrom:
+    {{- toYaml $val.valueFrom | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+hourglass.probe is a container probe: the chart's default (dict "default"
+$probe "override" $c.probes.liveness) with the component's override
+merged over it. An override with its own handler (exec, grpc, tcpSocket)
+replaces the httpGet.
+*/}}
+{{- define "hourglass.probe" -}}
+{{- $p := deepCopy .default -}}
+{{- $o := .override | default dict -}}
+{{- if or $o.exec $o.grpc $o.tcpSocket $o.httpGet }}{{ $_ := unset $p "httpGet" }}{{ end -}}
+{{- toYaml (mergeOverwrite $p (deepCopy $o)) -}}
 {{- end -}}
 
 {{/* An env map (YAML text) as a container's env list. */}}
