@@ -193,30 +193,48 @@ var (
 // an unset environment variable is reported here.
 func (c Config) Validate() []error {
 	c = c.WithDefaults()
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	c.checkConnection(&p)
+	c.checkSchema(&p)
+	c.checkStatements(&p)
+	c.checkLimits(&p)
+	return p
+}
 
+// problems collects the errors of Validate.
+type problems []error
+
+// add appends the error fmt.Errorf(format, args...).
+func (p *problems) add(format string, args ...any) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+// checkConnection checks driver, dsn and tls.
+func (c Config) checkConnection(p *problems) {
 	switch c.Driver {
 	case DriverPostgres, DriverMySQL:
 	case "":
-		add("driver: required (%s or %s)", DriverPostgres, DriverMySQL)
+		p.add("driver: required (%s or %s)", DriverPostgres, DriverMySQL)
 	default:
-		add("driver: %q is not one of %s, %s", c.Driver, DriverPostgres, DriverMySQL)
+		p.add("driver: %q is not one of %s, %s", c.Driver, DriverPostgres, DriverMySQL)
 	}
 
 	if c.DSN.IsZero() {
-		add("dsn: required")
+		p.add("dsn: required")
 	} else if err := c.DSN.Validate(); err != nil {
-		add("dsn: %v", err)
+		p.add("dsn: %v", err)
 	} else if dsn, _ := c.DSN.Resolve(); dsn == "" {
-		add("dsn: empty")
+		p.add("dsn: empty")
 	} else if err := parseDSN(c.Driver, dsn); err != nil {
-		add("dsn: %v", err)
+		p.add("dsn: %v", err)
 	}
-	errs = append(errs, c.TLS.Validate()...)
+	*p = append(*p, c.TLS.Validate()...)
+}
 
+// checkSchema checks the table, the column names and the statuses.
+func (c Config) checkSchema(p *problems) {
 	if !tableRE.MatchString(c.Table) {
-		add("table: %q is not an identifier (letters, digits and _, optionally schema.table)", c.Table)
+		p.add("table: %q is not an identifier (letters, digits and _, optionally schema.table)", c.Table)
 	}
 	for _, col := range []struct{ key, val string }{
 		{"key_column", c.KeyColumn},
@@ -224,20 +242,25 @@ func (c Config) Validate() []error {
 		{"reconcile.created_column", c.Reconcile.CreatedColumn},
 	} {
 		if !identRE.MatchString(col.val) {
-			add("%s: %q is not an identifier (letters, digits and _)", col.key, col.val)
+			p.add("%s: %q is not an identifier (letters, digits and _)", col.key, col.val)
 		}
 	}
 	if c.ClosedAtColumn != NoColumn && !identRE.MatchString(c.ClosedAtColumn) {
-		add("closed_at_column: %q is not an identifier (letters, digits and _) or %q", c.ClosedAtColumn, NoColumn)
+		p.add("closed_at_column: %q is not an identifier (letters, digits and _) or %q", c.ClosedAtColumn, NoColumn)
 	}
 	for i, s := range c.OpenStatuses {
 		switch {
 		case s == "":
-			add("open_statuses[%d]: empty", i)
+			p.add("open_statuses[%d]: empty", i)
 		case s == c.ClosedStatus:
-			add("open_statuses[%d]: %q is the closed_status", i, s)
+			p.add("open_statuses[%d]: %q is the closed_status", i, s)
 		}
 	}
+}
+
+// checkStatements checks that each custom statement set takes the task id
+// as its one parameter.
+func (c Config) checkStatements(p *problems) {
 	for _, st := range []struct{ key, val string }{
 		{"close_statement", c.CloseStatement},
 		{"status_statement", c.StatusStatement},
@@ -247,31 +270,33 @@ func (c Config) Validate() []error {
 			continue
 		}
 		if err := checkOneParam(c.Driver, st.val); err != nil {
-			add("%s: %v", st.key, err)
+			p.add("%s: %v", st.key, err)
 		}
 	}
+}
 
+// checkLimits checks the pool sizes, the durations and the page size.
+func (c Config) checkLimits(p *problems) {
 	if c.MaxOpenConns < 0 {
-		add("max_open_conns: %d is negative", c.MaxOpenConns)
+		p.add("max_open_conns: %d is negative", c.MaxOpenConns)
 	}
 	if c.MaxIdleConns < 0 {
-		add("max_idle_conns: %d is negative", c.MaxIdleConns)
+		p.add("max_idle_conns: %d is negative", c.MaxIdleConns)
 	} else if c.MaxOpenConns > 0 && c.MaxIdleConns > c.MaxOpenConns {
-		add("max_idle_conns: %d is more than max_open_conns %d", c.MaxIdleConns, c.MaxOpenConns)
+		p.add("max_idle_conns: %d is more than max_open_conns %d", c.MaxIdleConns, c.MaxOpenConns)
 	}
 	if c.ConnMaxLifetime < 0 {
-		add("conn_max_lifetime: %s is negative", c.ConnMaxLifetime)
+		p.add("conn_max_lifetime: %s is negative", c.ConnMaxLifetime)
 	}
 	if c.StatementTimeout < 0 {
-		add("statement_timeout: %s is negative", c.StatementTimeout)
+		p.add("statement_timeout: %s is negative", c.StatementTimeout)
 	}
 	if c.Reconcile.Deadline < 0 {
-		add("reconcile.deadline: %s is negative", c.Reconcile.Deadline)
+		p.add("reconcile.deadline: %s is negative", c.Reconcile.Deadline)
 	}
 	if c.Reconcile.PageSize < 0 {
-		add("reconcile.page_size: %d is negative", c.Reconcile.PageSize)
+		p.add("reconcile.page_size: %d is negative", c.Reconcile.PageSize)
 	}
-	return errs
 }
 
 // parseDSN checks that dsn parses for driver; its errors never hold the

@@ -71,7 +71,6 @@ type ReconcileFailure struct {
 // the scan goes on; a failed scan query, or ctx ending, ends the run with an
 // error and the report so far.
 func (c *Closer) Reconcile(ctx context.Context, via closer.Closer, o ReconcileOptions) (ReconcileReport, error) {
-	rc := c.cfg.Reconcile
 	clk := o.Clock
 	if clk == nil {
 		clk = clock.Real{}
@@ -82,19 +81,23 @@ func (c *Closer) Reconcile(ctx context.Context, via closer.Closer, o ReconcileOp
 	start := clk.Now()
 	rep := ReconcileReport{
 		Outcomes: map[outcome.Outcome]int{},
-		Cutoff:   start.Add(-rc.Deadline - o.Grace).UTC(),
+		Cutoff:   start.Add(-c.cfg.Reconcile.Deadline - o.Grace).UTC(),
 	}
-	done := func(err error) (ReconcileReport, error) {
-		rep.Duration = clk.Now().Sub(start)
-		return rep, err
-	}
+	err := c.reconcile(ctx, via, o, &rep)
+	rep.Duration = clk.Now().Sub(start)
+	return rep, err
+}
+
+// reconcile checks o, then reads the due orders page after page and closes
+// them through via, into rep.
+func (c *Closer) reconcile(ctx context.Context, via closer.Closer, o ReconcileOptions, rep *ReconcileReport) error {
+	rc := c.cfg.Reconcile
 	if rc.Deadline <= 0 {
-		return done(errors.New("reconcile: reconcile.deadline is not set"))
+		return errors.New("reconcile: reconcile.deadline is not set")
 	}
 	if o.Grace < 0 || o.Limit < 0 {
-		return done(fmt.Errorf("reconcile: negative grace %s or limit %d", o.Grace, o.Limit))
+		return fmt.Errorf("reconcile: negative grace %s or limit %d", o.Grace, o.Limit)
 	}
-
 	var last *dueOrder
 	for {
 		limit := rc.PageSize
@@ -102,49 +105,59 @@ func (c *Closer) Reconcile(ctx context.Context, via closer.Closer, o ReconcileOp
 			limit = min(limit, o.Limit-rep.Scanned)
 		}
 		if limit <= 0 {
-			return done(nil)
+			return nil
 		}
 		page, err := c.scanPage(ctx, rep.Cutoff, last, limit)
 		if err != nil {
-			return done(fmt.Errorf("reconcile %s: page %d: %w", c.cfg.Table, rep.Pages+1, err))
+			return fmt.Errorf("reconcile %s: page %d: %w", c.cfg.Table, rep.Pages+1, err)
 		}
 		rep.Pages++
-		for i := range page {
-			if err := ctx.Err(); err != nil {
-				return done(fmt.Errorf("reconcile %s: %w", c.cfg.Table, err))
-			}
-			rep.Scanned++
-			if o.DryRun {
-				continue
-			}
-			id := page[i].id
-			res, err := via.Close(ctx, closer.Task{ID: id, Kind: o.Kind, Attempt: 1})
-			if err == nil && !res.Outcome.Final() {
-				err = fmt.Errorf("close %q: closer returned outcome %q without an error", id, res.Outcome)
-			}
-			if err != nil {
-				rep.Outcomes[outcome.Failed]++
-				if len(rep.Failed) < reportListMax {
-					rep.Failed = append(rep.Failed, ReconcileFailure{ID: id, Error: err.Error()})
-				}
-				if ctx.Err() != nil {
-					return done(fmt.Errorf("reconcile %s: %w", c.cfg.Table, ctx.Err()))
-				}
-				continue
-			}
-			rep.Outcomes[res.Outcome]++
-			if res.Outcome == outcome.Closed && len(rep.Closed) < reportListMax {
-				rep.Closed = append(rep.Closed, id)
-			}
+		if err := c.closePage(ctx, via, o, page, rep); err != nil {
+			return err
 		}
 		if o.Progress != nil {
-			o.Progress(rep)
+			o.Progress(*rep)
 		}
 		if len(page) < limit {
-			return done(nil)
+			return nil
 		}
 		last = &page[len(page)-1]
 	}
+}
+
+// closePage counts the orders of page and, unless o.DryRun, closes each
+// through via, recording the outcome in rep. A failed close is recorded
+// and the page goes on; ctx ending ends it with ctx's error.
+func (c *Closer) closePage(ctx context.Context, via closer.Closer, o ReconcileOptions, page []dueOrder, rep *ReconcileReport) error {
+	for i := range page {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reconcile %s: %w", c.cfg.Table, err)
+		}
+		rep.Scanned++
+		if o.DryRun {
+			continue
+		}
+		id := page[i].id
+		res, err := via.Close(ctx, closer.Task{ID: id, Kind: o.Kind, Attempt: 1})
+		if err == nil && !res.Outcome.Final() {
+			err = fmt.Errorf("close %q: closer returned outcome %q without an error", id, res.Outcome)
+		}
+		if err != nil {
+			rep.Outcomes[outcome.Failed]++
+			if len(rep.Failed) < reportListMax {
+				rep.Failed = append(rep.Failed, ReconcileFailure{ID: id, Error: err.Error()})
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("reconcile %s: %w", c.cfg.Table, ctx.Err())
+			}
+			continue
+		}
+		rep.Outcomes[res.Outcome]++
+		if res.Outcome == outcome.Closed && len(rep.Closed) < reportListMax {
+			rep.Closed = append(rep.Closed, id)
+		}
+	}
+	return nil
 }
 
 // dueOrder is one row of a scan page.
