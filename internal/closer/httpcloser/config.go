@@ -155,21 +155,42 @@ var reservedHeaders = []string{
 // reported, so call it after WithDefaults. It resolves the secrets, so an
 // unset environment variable or a missing file is reported here.
 func (c Config) Validate() []error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	var p problems
+	c.checkRequest(&p)
+	c.checkAuth(&p)
+	p = append(p, c.TLS.Validate()...) // its messages start with tls.
+	switch c.ConflictOutcome {
+	case outcome.AlreadyClosed, outcome.Skipped:
+	default:
+		p.bad("conflict_outcome", "%q: want %q or %q", c.ConflictOutcome, outcome.AlreadyClosed, outcome.Skipped)
 	}
+	if c.MaxIdleConnsPerHost < 1 {
+		p.bad("max_idle_conns_per_host", "%d: must be at least 1", c.MaxIdleConnsPerHost)
+	}
+	return p
+}
 
+// problems collects the errors of Validate.
+type problems []error
+
+// bad appends an error that starts with the YAML key.
+func (p *problems) bad(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+// checkRequest checks what the request is made of: url, method, headers,
+// body, content_type and timeout.
+func (c Config) checkRequest(p *problems) {
 	if c.URL == "" {
-		bad("url", "required")
+		p.bad("url", "required")
 	} else if _, err := parseTemplate(c.URL); err != nil {
-		bad("url", "%v", err)
+		p.bad("url", "%v", err)
 	}
 	if !slices.Contains(methods, strings.ToUpper(c.Method)) {
 		if c.Method == "" {
-			bad("method", "must not be empty")
+			p.bad("method", "must not be empty")
 		} else {
-			bad("method", "%q: want one of %s (a close changes state)", c.Method, strings.Join(methods, ", "))
+			p.bad("method", "%q: want one of %s (a close changes state)", c.Method, strings.Join(methods, ", "))
 		}
 	}
 	names := make([]string, 0, len(c.Headers))
@@ -179,55 +200,50 @@ func (c Config) Validate() []error {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := checkHeader(name, c.Headers[name]); err != nil {
-			bad("headers", "%v", err)
+			p.bad("headers", "%v", err)
 		}
 	}
 	switch c.Body {
 	case BodyPayload, BodyNone:
 	default:
-		bad("body", "%q: want %q or %q", c.Body, BodyPayload, BodyNone)
+		p.bad("body", "%q: want %q or %q", c.Body, BodyPayload, BodyNone)
 	}
 	if c.Body != BodyNone {
 		if mt, _, err := mime.ParseMediaType(c.ContentType); err != nil || !strings.Contains(mt, "/") {
-			bad("content_type", "%q is not a media type such as application/json", c.ContentType)
+			p.bad("content_type", "%q is not a media type such as application/json", c.ContentType)
 		} else if strings.ContainsAny(c.ContentType, "\r\n") {
-			bad("content_type", "%q has a line break", c.ContentType)
+			p.bad("content_type", "%q has a line break", c.ContentType)
 		}
 	}
 	if c.Timeout <= 0 {
-		bad("timeout", "%v: must be positive", c.Timeout)
+		p.bad("timeout", "%v: must be positive", c.Timeout)
 	}
+}
+
+// checkAuth checks bearer_token and basic_auth: each well formed, at most
+// one set.
+func (c Config) checkAuth(p *problems) {
 	if !c.BearerToken.IsZero() {
 		if err := c.BearerToken.Validate(); err != nil {
-			bad("bearer_token", "%v", err)
+			p.bad("bearer_token", "%v", err)
 		}
 		if !c.BasicAuth.IsZero() {
-			bad("bearer_token", "set together with basic_auth: give one")
+			p.bad("bearer_token", "set together with basic_auth: give one")
 		}
 	}
 	if !c.BasicAuth.IsZero() {
 		switch {
 		case c.BasicAuth.Username == "":
-			bad("basic_auth.username", "required")
+			p.bad("basic_auth.username", "required")
 		case strings.ContainsAny(c.BasicAuth.Username, ":\r\n"):
-			bad("basic_auth.username", "must not contain ':' or a line break")
+			p.bad("basic_auth.username", "must not contain ':' or a line break")
 		}
 		if c.BasicAuth.Password.IsZero() {
-			bad("basic_auth.password", "required (env, file or value)")
+			p.bad("basic_auth.password", "required (env, file or value)")
 		} else if err := c.BasicAuth.Password.Validate(); err != nil {
-			bad("basic_auth.password", "%v", err)
+			p.bad("basic_auth.password", "%v", err)
 		}
 	}
-	errs = append(errs, c.TLS.Validate()...) // its messages start with tls.
-	switch c.ConflictOutcome {
-	case outcome.AlreadyClosed, outcome.Skipped:
-	default:
-		bad("conflict_outcome", "%q: want %q or %q", c.ConflictOutcome, outcome.AlreadyClosed, outcome.Skipped)
-	}
-	if c.MaxIdleConnsPerHost < 1 {
-		bad("max_idle_conns_per_host", "%d: must be at least 1", c.MaxIdleConnsPerHost)
-	}
-	return errs
 }
 
 // checkHeader reports a header name that is not an HTTP token, a value that
