@@ -166,6 +166,10 @@ var timelineSeries = []struct {
 	{"p50", "#0969da", func(b Bucket) int64 { return b.P50 }},
 }
 
+// Geometry of the lateness chart, in SVG units: its size and the margins
+// around the plot.
+const tlWidth, tlHeight, tlLeft, tlRight, tlTop, tlBottom = 900, 320, 70, 40, 16, 44
+
 // timelineChart draws p50, p99 and max lateness per bucket over the window.
 func timelineChart(r *Report) string {
 	var points []Bucket
@@ -177,66 +181,102 @@ func timelineChart(r *Report) string {
 	if len(points) == 0 {
 		return `<p class="empty">No final attempts in this window.</p>`
 	}
-	const width, height, left, right, top, bottom = 900, 320, 70, 40, 16, 44
-	plotW, plotH := float64(width-left-right), float64(height-top-bottom)
-	from, to := r.From.UnixMilli(), r.To.UnixMilli()
 	var most int64
 	for _, k := range points {
 		most = max(most, k.Max)
 	}
 	yMax, yStep := niceScale(float64(most))
 	bucket := max(r.BucketMs, 1)
-	x := func(ms int64) float64 { return float64(left) + plotW*float64(ms-from)/float64(to-from) }
-	y := func(v int64) float64 { return float64(top) + plotH*(1-float64(v)/yMax) }
+	c := &timeline{from: r.From.UnixMilli(), to: r.To.UnixMilli(), yMax: yMax}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" id="lateness-chart" role="img" aria-label="lateness over time" viewBox="0 0 %d %d" width="%d" height="%d">`, width, height, width, height)
-	// Grid and y axis labels.
-	for v := 0.0; v <= yMax+yStep/2; v += yStep {
-		yy := y(int64(v))
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eaeef2"/>`, left, yy, width-right, yy)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, left-6, yy+4, html.EscapeString(ms(int64(v))))
+	fmt.Fprintf(&c.b, `<svg class="chart" id="lateness-chart" role="img" aria-label="lateness over time" viewBox="0 0 %d %d" width="%d" height="%d">`, tlWidth, tlHeight, tlWidth, tlHeight)
+	c.yAxis(yStep)
+	c.xAxis(axisLayout(r.To.Sub(r.From)))
+	c.series(points, bucket)
+	c.legend(bucket)
+	c.b.WriteString(`</svg>`)
+	return c.b.String()
+}
+
+// timeline is the lateness chart being drawn: x spans the window [from,
+// to) in Unix milliseconds, y spans 0 to yMax milliseconds of lateness.
+type timeline struct {
+	b        strings.Builder
+	from, to int64
+	yMax     float64
+}
+
+// x is the horizontal position of the time ms (Unix milliseconds).
+func (c *timeline) x(ms int64) float64 {
+	plotW := float64(tlWidth - tlLeft - tlRight)
+	return float64(tlLeft) + plotW*float64(ms-c.from)/float64(c.to-c.from)
+}
+
+// y is the vertical position of the lateness v (milliseconds).
+func (c *timeline) y(v int64) float64 {
+	plotH := float64(tlHeight - tlTop - tlBottom)
+	return float64(tlTop) + plotH*(1-float64(v)/c.yMax)
+}
+
+// yAxis draws the grid and the y axis labels, one every step.
+func (c *timeline) yAxis(step float64) {
+	for v := 0.0; v <= c.yMax+step/2; v += step {
+		yy := c.y(int64(v))
+		fmt.Fprintf(&c.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eaeef2"/>`, tlLeft, yy, tlWidth-tlRight, yy)
+		fmt.Fprintf(&c.b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, tlLeft-6, yy+4, html.EscapeString(ms(int64(v))))
 	}
-	// X axis labels.
-	layout := "15:04"
-	switch span := r.To.Sub(r.From); {
+}
+
+// axisLayout is the layout of the x axis labels of a window of span.
+func axisLayout(span time.Duration) string {
+	switch {
 	case span > 48*time.Hour:
-		layout = "Jan 2"
+		return "Jan 2"
 	case span > 24*time.Hour:
-		layout = "Jan 2 15:04"
+		return "Jan 2 15:04"
 	case span <= 10*time.Minute:
-		layout = "15:04:05"
+		return "15:04:05"
 	}
+	return "15:04"
+}
+
+// xAxis draws the x axis with its ticks, labelled in layout.
+func (c *timeline) xAxis(layout string) {
 	const ticks = 6
 	for i := 0; i <= ticks; i++ {
-		t := from + (to-from)*int64(i)/ticks
-		xx := x(t)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0d7de"/>`, xx, height-bottom, xx, height-bottom+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, xx, height-bottom+16, html.EscapeString(time.UnixMilli(t).UTC().Format(layout)))
+		t := c.from + (c.to-c.from)*int64(i)/ticks
+		xx := c.x(t)
+		fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0d7de"/>`, xx, tlHeight-tlBottom, xx, tlHeight-tlBottom+4)
+		fmt.Fprintf(&c.b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, xx, tlHeight-tlBottom+16, html.EscapeString(time.UnixMilli(t).UTC().Format(layout)))
 	}
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8c959f"/>`, left, height-bottom, width-right, height-bottom)
-	// Series: a line through the middle of each bucket, and a dot per bucket.
+	fmt.Fprintf(&c.b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8c959f"/>`, tlLeft, tlHeight-tlBottom, tlWidth-tlRight, tlHeight-tlBottom)
+}
+
+// series draws each of timelineSeries: a line through the middle of each
+// bucket of points (bucket milliseconds long), and a dot per bucket.
+func (c *timeline) series(points []Bucket, bucket int64) {
 	for _, s := range timelineSeries {
 		var pts []string
 		for _, k := range points {
 			mid := k.Start.UnixMilli() + bucket/2
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(mid), y(s.value(k))))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", c.x(mid), c.y(s.value(k))))
 		}
-		fmt.Fprintf(&b, `<polyline class="series-%s" fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.name, s.color, strings.Join(pts, " "))
+		fmt.Fprintf(&c.b, `<polyline class="series-%s" fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.name, s.color, strings.Join(pts, " "))
 		for i, k := range points {
 			xy := strings.Split(pts[i], ",")
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s %s: %s (%d final)</title></circle>`,
+			fmt.Fprintf(&c.b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s %s: %s (%d final)</title></circle>`,
 				xy[0], xy[1], s.color, html.EscapeString(k.Start.Format(timeLayout)), s.name, html.EscapeString(ms(s.value(k))), k.Count)
 		}
 	}
-	// Legend.
+}
+
+// legend names the series and the bucket size.
+func (c *timeline) legend(bucket int64) {
 	for i, s := range timelineSeries {
-		lx := left + 10 + i*80
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d">%s</text>`, lx, height-14, s.color, lx+16, height-10, s.name)
+		lx := tlLeft + 10 + i*80
+		fmt.Fprintf(&c.b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d">%s</text>`, lx, tlHeight-14, s.color, lx+16, tlHeight-10, s.name)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">bucket %s, UTC</text>`, width-right, height-10, html.EscapeString(ms(bucket)))
-	b.WriteString(`</svg>`)
-	return b.String()
+	fmt.Fprintf(&c.b, `<text x="%d" y="%d" text-anchor="end">bucket %s, UTC</text>`, tlWidth-tlRight, tlHeight-10, html.EscapeString(ms(bucket)))
 }
 
 // niceScale returns an axis maximum of at least v and its step: 1, 2 or 5

@@ -74,50 +74,79 @@ func tierName(t string) string {
 // character or break a row.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	r.writeSummary(&b)
+	writeTable(&b, "Outcomes", "OUTCOME\tATTEMPTS", r.outcomeRows())
+	writeTable(&b, "Attempts by kind and outcome", "KIND\tOUTCOME\tATTEMPTS\tDUPLICATE ROWS", r.countRows())
+	writeTable(&b, "Lateness of final attempts by first tier and kind", "TIER\tKIND\tCOUNT\tP50\tP90\tP99\tP99.9\tMAX", r.latenessRows())
+	writeTable(&b, fmt.Sprintf("Latest %d late (over %s) or failed attempts, newest first", r.Limit, ms(r.LateThresholdMs)),
+		"CLOSED (UTC)\tTASK\tKIND\tOUTCOME\tLATENESS\tATTEMPT\tPATH\tERROR OR DETAIL", r.lateRows())
+	writeTable(&b, fmt.Sprintf("Lateness over time (%s buckets)", ms(r.BucketMs)), "START (UTC)\tFINAL\tP50\tP99\tMAX\tFAILED\tRETRIED", r.timelineRows())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSummary writes the report's heading: window, totals and overall
+// lateness.
+func (r *Report) writeSummary(b *strings.Builder) {
 	s := r.Summary
-	fmt.Fprintf(&b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), cli.Quote(r.Database))
-	fmt.Fprintf(&b, "Attempts %d (tasks %d): final %d, retried %d, failed %d; late (over %s) %d; duplicate rows ignored %d\n",
+	fmt.Fprintf(b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), cli.Quote(r.Database))
+	fmt.Fprintf(b, "Attempts %d (tasks %d): final %d, retried %d, failed %d; late (over %s) %d; duplicate rows ignored %d\n",
 		s.Attempts, s.Tasks, s.Final, s.Retried, s.Failed, ms(r.LateThresholdMs), s.Late, s.DuplicateRows)
 	if s.Lateness.Count > 0 {
 		l := s.Lateness
-		fmt.Fprintf(&b, "Lateness of final attempts: p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max))
+		fmt.Fprintf(b, "Lateness of final attempts: p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max))
 	} else {
 		b.WriteString("No final attempts in this window.\n")
 	}
+}
 
-	table := func(title string, header string, rows [][]string) {
-		fmt.Fprintf(&b, "\n%s\n", title)
-		if len(rows) == 0 {
-			b.WriteString("  none\n")
-			return
-		}
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  "+header)
-		for _, row := range rows {
-			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
-		}
-		tw.Flush()
+// writeTable writes a titled table of tab-separated columns, aligned, or
+// "none" when it has no rows.
+func writeTable(b *strings.Builder, title string, header string, rows [][]string) {
+	fmt.Fprintf(b, "\n%s\n", title)
+	if len(rows) == 0 {
+		b.WriteString("  none\n")
+		return
 	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+header)
+	for _, row := range rows {
+		fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+	}
+	tw.Flush()
+}
 
+// outcomeRows are the rows of the Outcomes table.
+func (r *Report) outcomeRows() [][]string {
 	var rows [][]string
 	for _, o := range r.Outcomes {
 		rows = append(rows, []string{cli.Quote(string(o.Outcome)), fmt.Sprint(o.Attempts)})
 	}
-	table("Outcomes", "OUTCOME\tATTEMPTS", rows)
+	return rows
+}
 
-	rows = nil
+// countRows are the rows of the attempts by kind and outcome table.
+func (r *Report) countRows() [][]string {
+	var rows [][]string
 	for _, c := range r.Counts {
 		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(string(c.Outcome)), fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
 	}
-	table("Attempts by kind and outcome", "KIND\tOUTCOME\tATTEMPTS\tDUPLICATE ROWS", rows)
+	return rows
+}
 
-	rows = nil
+// latenessRows are the rows of the lateness by tier and kind table.
+func (r *Report) latenessRows() [][]string {
+	var rows [][]string
 	for _, l := range r.Lateness {
 		rows = append(rows, []string{cli.Quote(tierName(l.Tier)), cli.Quote(l.Kind), fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
 	}
-	table("Lateness of final attempts by first tier and kind", "TIER\tKIND\tCOUNT\tP50\tP90\tP99\tP99.9\tMAX", rows)
+	return rows
+}
 
-	rows = nil
+// lateRows are the rows of the late or failed attempts table; the last
+// column is the error, else the detail, else noneLabel.
+func (r *Report) lateRows() [][]string {
+	var rows [][]string
 	for _, a := range r.Late {
 		why := a.Error
 		if why == "" {
@@ -129,17 +158,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		rows = append(rows, []string{a.Closed.Format(attemptTime), cli.Quote(a.TaskID), cli.Quote(a.Kind), cli.Quote(string(a.Outcome)),
 			ms(a.LatenessMs), fmt.Sprint(a.Attempt), cli.Quote(orNone(a.Path)), cli.Quote(oneLine(why))})
 	}
-	table(fmt.Sprintf("Latest %d late (over %s) or failed attempts, newest first", r.Limit, ms(r.LateThresholdMs)),
-		"CLOSED (UTC)\tTASK\tKIND\tOUTCOME\tLATENESS\tATTEMPT\tPATH\tERROR OR DETAIL", rows)
+	return rows
+}
 
-	rows = nil
+// timelineRows are the rows of the lateness over time table.
+func (r *Report) timelineRows() [][]string {
+	var rows [][]string
 	for _, k := range r.Timeline {
 		rows = append(rows, []string{k.Start.Format(timeLayout), fmt.Sprint(k.Count), bucketMs(k.Count, k.P50), bucketMs(k.Count, k.P99), bucketMs(k.Count, k.Max), fmt.Sprint(k.Failed), fmt.Sprint(k.Retried)})
 	}
-	table(fmt.Sprintf("Lateness over time (%s buckets)", ms(r.BucketMs)), "START (UTC)\tFINAL\tP50\tP99\tMAX\tFAILED\tRETRIED", rows)
-
-	_, err := io.WriteString(w, b.String())
-	return err
+	return rows
 }
 
 // bucketMs formats a bucket's lateness; "-" when it has no final attempt.

@@ -165,6 +165,32 @@ type Bucket struct {
 
 // Build queries store for the report of o's window.
 func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error) {
+	o, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Generated: o.Now.UTC(), From: o.From.UTC(), To: o.To.UTC(), Database: store.Config().Database,
+		LateThresholdMs: o.LateThreshold.Milliseconds(), BucketMs: o.Bucket.Milliseconds(), Limit: o.Limit,
+		Outcomes: []OutcomeCount{}, Counts: []Count{}, Lateness: []Lateness{}, Late: []Attempt{}, Timeline: []Bucket{},
+	}
+	v, err := store.View(ctx, chstore.Window{From: o.From, To: o.To})
+	if err != nil {
+		return nil, err
+	}
+	// Totals first: it sets the Summary that counts adds to.
+	for _, add := range []func(context.Context, *chstore.View, Options) error{
+		r.addTotals, r.addCounts, r.addLateness, r.addLate, r.addTimeline,
+	} {
+		if err := add(ctx, v, o); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// resolve returns o with its defaults applied, or why it cannot be built.
+func (o Options) resolve() (Options, error) {
 	if o.LateThreshold == 0 {
 		o.LateThreshold = DefaultLateThreshold
 	}
@@ -176,9 +202,9 @@ func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error
 	}
 	switch {
 	case !o.From.Before(o.To):
-		return nil, fmt.Errorf("report: window [%s, %s) is empty", o.From.Format(time.RFC3339), o.To.Format(time.RFC3339))
+		return o, fmt.Errorf("report: window [%s, %s) is empty", o.From.Format(time.RFC3339), o.To.Format(time.RFC3339))
 	case o.LateThreshold < 0:
-		return nil, errors.New("report: negative late threshold")
+		return o, errors.New("report: negative late threshold")
 	}
 	if o.Limit < 0 {
 		o.Limit = 0
@@ -186,26 +212,25 @@ func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error
 	if o.Bucket <= 0 {
 		o.Bucket = AutoBucket(o.To.Sub(o.From))
 	}
-	w := chstore.Window{From: o.From, To: o.To}
-	r := &Report{
-		Generated: o.Now.UTC(), From: o.From.UTC(), To: o.To.UTC(), Database: store.Config().Database,
-		LateThresholdMs: o.LateThreshold.Milliseconds(), BucketMs: o.Bucket.Milliseconds(), Limit: o.Limit,
-		Outcomes: []OutcomeCount{}, Counts: []Count{}, Lateness: []Lateness{}, Late: []Attempt{}, Timeline: []Bucket{},
-	}
+	return o, nil
+}
 
-	v, err := store.View(ctx, w)
-	if err != nil {
-		return nil, err
-	}
+// addTotals sets the Summary's totals.
+func (r *Report) addTotals(ctx context.Context, v *chstore.View, o Options) error {
 	totals, err := v.Totals(ctx, o.LateThreshold)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Summary = Summary{Attempts: totals.Attempts, Tasks: totals.Tasks, Failed: totals.Failed, Late: totals.Late, DuplicateRows: totals.Duplicates}
+	return nil
+}
 
+// addCounts sets Counts and Outcomes and adds the final and retried
+// attempts to the Summary.
+func (r *Report) addCounts(ctx context.Context, v *chstore.View, _ Options) error {
 	counts, err := v.Counts(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	byOutcome := map[outcome.Outcome]int64{}
 	for _, c := range counts {
@@ -219,23 +244,32 @@ func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error
 		}
 	}
 	r.Outcomes = orderOutcomes(byOutcome)
+	return nil
+}
 
+// addLateness sets the overall lateness quantiles and those per tier and
+// kind.
+func (r *Report) addLateness(ctx context.Context, v *chstore.View, _ Options) error {
 	overall, err := v.Overall(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Summary.Lateness = quantiles(overall)
 	lat, err := v.Lateness(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, l := range lat {
 		r.Lateness = append(r.Lateness, Lateness{Tier: l.Tier, Kind: l.Kind, Quantiles: quantiles(l)})
 	}
+	return nil
+}
 
+// addLate lists the late or failed attempts, at most o.Limit.
+func (r *Report) addLate(ctx context.Context, v *chstore.View, o Options) error {
 	late, err := v.Late(ctx, o.LateThreshold, o.Limit)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, a := range late {
 		r.Late = append(r.Late, Attempt{
@@ -244,15 +278,19 @@ func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error
 			Instance: a.Instance, Topic: a.Topic, Partition: a.Partition, Offset: a.Offset,
 		})
 	}
+	return nil
+}
 
+// addTimeline sets the Timeline in buckets of o.Bucket.
+func (r *Report) addTimeline(ctx context.Context, v *chstore.View, o Options) error {
 	buckets, err := v.Timeline(ctx, o.Bucket)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, b := range buckets {
 		r.Timeline = append(r.Timeline, Bucket{Start: b.Start.UTC(), Count: b.Count, P50: b.P50, P99: b.P99, Max: b.Max, Failed: b.Failed, Retried: b.Retries})
 	}
-	return r, nil
+	return nil
 }
 
 func quantiles(l chstore.Lateness) Quantiles {
