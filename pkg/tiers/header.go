@@ -146,45 +146,7 @@ func Decode(headers []kgo.RecordHeader) (Meta, error) {
 			return Meta{}, invalid(ReasonDuplicateHeader, "header %s appears more than once", h.Key)
 		}
 		seenMask |= bit
-		v := h.Value
-		var err error
-		switch h.Key {
-		case HeaderDue:
-			m.Due, err = decodeDue(v)
-		case HeaderTarget:
-			if terr := ValidTopic(string(v)); terr != nil {
-				err = invalid(ReasonTargetInvalid, "%s: %v", HeaderTarget, terr)
-			} else {
-				m.Target = string(v)
-			}
-		case HeaderVersion:
-			if string(v) != "1" {
-				err = invalid(ReasonVersionUnsupported, "%s is %q; this version reads %d", HeaderVersion, clip(v), Version)
-			}
-		case HeaderKind:
-			if len(v) > maxKindLen || !printable(v) {
-				err = invalid(ReasonHeaderInvalid, "%s must be at most %d printable characters", HeaderKind, maxKindLen)
-			} else {
-				m.Kind = string(v)
-			}
-		case HeaderScheduled:
-			m.Scheduled, err = decodeMillis(HeaderScheduled, v)
-		case HeaderForwarded:
-			m.Forwarded, err = decodeMillis(HeaderForwarded, v)
-		case HeaderHops:
-			m.Hops, err = decodeCount(HeaderHops, v)
-		case HeaderAttempt:
-			m.Attempt, err = decodeCount(HeaderAttempt, v)
-		case HeaderDeadline:
-			m.Deadline, err = decodeMillis(HeaderDeadline, v)
-		case HeaderPath:
-			if len(v) > maxPathLen || !printable(v) {
-				err = invalid(ReasonHeaderInvalid, "%s must be at most %d printable characters", HeaderPath, maxPathLen)
-			} else {
-				m.Path = string(v)
-			}
-		}
-		if err != nil {
+		if err := m.decodeHeader(h.Key, h.Value); err != nil {
 			return Meta{}, err
 		}
 	}
@@ -192,6 +154,49 @@ func Decode(headers []kgo.RecordHeader) (Meta, error) {
 		return Meta{}, invalid(ReasonDueMissing, "header %s is required (unix milliseconds)", HeaderDue)
 	}
 	return m, nil
+}
+
+// decodeHeader validates the value v of the known contract header key and
+// sets its field of m.
+func (m *Meta) decodeHeader(key string, v []byte) error {
+	var err error
+	switch key {
+	case HeaderDue:
+		m.Due, err = decodeDue(v)
+	case HeaderTarget:
+		if terr := ValidTopic(string(v)); terr != nil {
+			err = invalid(ReasonTargetInvalid, "%s: %v", HeaderTarget, terr)
+		} else {
+			m.Target = string(v)
+		}
+	case HeaderVersion:
+		if string(v) != "1" {
+			err = invalid(ReasonVersionUnsupported, "%s is %q; this version reads %d", HeaderVersion, clip(v), Version)
+		}
+	case HeaderKind:
+		if len(v) > maxKindLen || !printable(v) {
+			err = invalid(ReasonHeaderInvalid, "%s must be at most %d printable characters", HeaderKind, maxKindLen)
+		} else {
+			m.Kind = string(v)
+		}
+	case HeaderScheduled:
+		m.Scheduled, err = decodeMillis(HeaderScheduled, v)
+	case HeaderForwarded:
+		m.Forwarded, err = decodeMillis(HeaderForwarded, v)
+	case HeaderHops:
+		m.Hops, err = decodeCount(HeaderHops, v)
+	case HeaderAttempt:
+		m.Attempt, err = decodeCount(HeaderAttempt, v)
+	case HeaderDeadline:
+		m.Deadline, err = decodeMillis(HeaderDeadline, v)
+	case HeaderPath:
+		if len(v) > maxPathLen || !printable(v) {
+			err = invalid(ReasonHeaderInvalid, "%s must be at most %d printable characters", HeaderPath, maxPathLen)
+		} else {
+			m.Path = string(v)
+		}
+	}
+	return err
 }
 
 var headerBits = map[string]uint16{
