@@ -18,43 +18,7 @@ import (
 // keyFile. The key is readable by its owner only (Postgres insists);
 // uid and gid, when not -1, own the files.
 func writeCerts(caFile, certFile, keyFile string, uid, gid int) error {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	ca := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "hourglass test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	srv := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srv, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(srvKey)
+	caDER, srvDER, keyDER, err := newCerts(time.Now())
 	if err != nil {
 		return err
 	}
@@ -77,4 +41,47 @@ func writeCerts(caFile, certFile, keyFile string, uid, gid int) error {
 		}
 	}
 	return nil
+}
+
+// newCerts makes a CA certificate and a server certificate for 127.0.0.1
+// and localhost signed by it, both valid from an hour before now for a
+// day, and returns them and the server's key in DER.
+func newCerts(now time.Time) (caDER, srvDER, keyDER []byte, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "hourglass test CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	if caDER, err = x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey); err != nil {
+		return nil, nil, nil, err
+	}
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	srv := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if srvDER, err = x509.CreateCertificate(rand.Reader, srv, ca, &srvKey.PublicKey, caKey); err != nil {
+		return nil, nil, nil, err
+	}
+	if keyDER, err = x509.MarshalPKCS8PrivateKey(srvKey); err != nil {
+		return nil, nil, nil, err
+	}
+	return caDER, srvDER, keyDER, nil
 }

@@ -62,7 +62,24 @@ func StartPostgres(t testing.TB, opts ...Option) *Postgres {
 		opt(&o)
 	}
 	p := &Postgres{bin: pgBin(t), asRoot: os.Geteuid() == 0}
+	uid, gid := p.makeDir(t)
+	data := filepath.Join(p.dir, "data")
+	if out, err := p.run(filepath.Join(p.bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
+		"-E", "UTF8", "--no-locale", "--no-sync"); err != nil {
+		t.Fatalf("dbtest: initdb: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	p.configure(t, data, port, o.tls, uid, gid)
+	p.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	p.Start(t)
+	return p
+}
 
+// makeDir creates p.dir, which t.Cleanup removes after stopping the
+// server. When the test runs as root, the directory goes to the user
+// postgres, whose uid and gid it returns; otherwise -1, -1.
+func (p *Postgres) makeDir(t testing.TB) (uid, gid int) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "hourglass-pg-")
 	if err != nil {
 		t.Fatalf("dbtest: postgres dir: %v", err)
@@ -74,7 +91,7 @@ func StartPostgres(t testing.TB, opts ...Option) *Postgres {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	uid, gid := -1, -1 // the server's owner when the test runs as root
+	uid, gid = -1, -1
 	if p.asRoot {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -86,13 +103,16 @@ func StartPostgres(t testing.TB, opts ...Option) *Postgres {
 			t.Fatalf("dbtest: chown %s to postgres: %v", dir, err)
 		}
 	}
+	return uid, gid
+}
 
-	data := filepath.Join(dir, "data")
-	if out, err := p.run(filepath.Join(p.bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--no-locale", "--no-sync"); err != nil {
-		t.Fatalf("dbtest: initdb: %v\n%s", err, out)
-	}
-	port := freePort(t)
+// configure appends the server's settings to postgresql.conf in data:
+// 127.0.0.1:port only, the socket in p.dir, fsync off, small. With tls it
+// writes fresh certificates (owned by uid and gid when not -1; the CA in
+// p.CAFile) and turns ssl on.
+func (p *Postgres) configure(t testing.TB, data string, port int, tls bool, uid, gid int) {
+	t.Helper()
+	dir := p.dir
 	settings := fmt.Sprintf(`
 listen_addresses = '127.0.0.1'
 port = %d
@@ -102,7 +122,7 @@ full_page_writes = off
 max_connections = 50
 shared_buffers = 16MB
 `, port, dir)
-	if o.tls {
+	if tls {
 		cert, key := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
 		p.CAFile = filepath.Join(dir, "ca.pem")
 		if err := writeCerts(p.CAFile, cert, key, uid, gid); err != nil {
@@ -121,9 +141,6 @@ shared_buffers = 16MB
 	if err != nil {
 		t.Fatalf("dbtest: postgresql.conf: %v", err)
 	}
-	p.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	p.Start(t)
-	return p
 }
 
 // Stop stops the server at once (pg_ctl stop -m immediate): connections
