@@ -126,11 +126,30 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 			r.Paid++
 		}
 	}
+	r.follow(tasks, events, m.Header.IDPrefix)
+	r.judge(m.Entries, tasks)
+	if len(r.ByShape) == 1 {
+		if _, unnamed := r.ByShape[""]; unnamed {
+			r.ByShape = nil
+		}
+	}
+	if len(r.Examples) == 0 {
+		r.Examples = nil
+	}
+	r.OK = r.Lost == 0 && r.Early == 0 && r.WrongOutcome == 0
+	return r
+}
+
+// follow records events, in topic order, on the tasks they are about:
+// retries are counted, the first final event kept, the final events
+// counted and the early ones flagged. An event about no task of the run
+// counts as Unexpected when its task id has the run's idPrefix.
+func (r *Report) follow(tasks map[string]*task, events []outcome.Event, idPrefix string) {
 	for i := range events {
 		ev := &events[i]
 		t, ok := tasks[ev.TaskID]
 		if !ok {
-			if m.Header.IDPrefix != "" && len(ev.TaskID) >= len(m.Header.IDPrefix) && ev.TaskID[:len(m.Header.IDPrefix)] == m.Header.IDPrefix {
+			if idPrefix != "" && len(ev.TaskID) >= len(idPrefix) && ev.TaskID[:len(idPrefix)] == idPrefix {
 				r.Unexpected++
 			}
 			continue
@@ -150,15 +169,15 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 			t.early = true
 		}
 	}
+}
 
-	example := func(kind, id string) {
-		if len(r.Examples[kind]) < maxExamples {
-			r.Examples[kind] = append(r.Examples[kind], id)
-		}
-	}
+// judge counts, for each entry in manifest order (so examples are
+// stable), what became of its task: lost, closed, duplicated, early, with
+// the wrong outcome; and the lateness percentiles, overall and by shape.
+func (r *Report) judge(entries []manifest.Entry, tasks map[string]*task) {
 	var late []int64
 	lateByShape := map[string][]int64{}
-	for _, e := range m.Entries { // manifest order, so examples are stable
+	for _, e := range entries {
 		t := tasks[e.ID]
 		sr := r.ByShape[e.Shape]
 		if sr == nil {
@@ -169,35 +188,11 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 		if t.first == nil {
 			r.Lost++
 			sr.Lost++
-			example("lost", e.ID)
+			r.example("lost", e.ID)
 			continue
 		}
-		r.Final++
-		ev := t.first
-		r.Outcomes[ev.Outcome]++
-		skippedPaid := ev.Outcome == outcome.Skipped && ev.Detail == "PAID"
-		switch {
-		case ev.Outcome == outcome.Closed:
-			r.Closed++
-		case skippedPaid:
-			r.SkippedPaid++
-		}
-		if t.finals > 1 {
-			r.Duplicates++
-			example("duplicates", e.ID)
-		}
-		if t.early {
-			r.Early++
-			sr.Early++
-			example("early", e.ID)
-		}
-		wrong := (e.Paid && !skippedPaid) ||
-			(!e.Paid && (ev.Outcome == outcome.Skipped || ev.Outcome == outcome.Failed))
-		if wrong {
-			r.WrongOutcome++
-			example("wrong_outcome", e.ID)
-		}
-		l := ev.ClosedMs - max(e.DueMs, e.ScheduledMs)
+		r.judgeFinal(e, t, sr)
+		l := t.first.ClosedMs - max(e.DueMs, e.ScheduledMs)
 		late = append(late, l)
 		lateByShape[e.Shape] = append(lateByShape[e.Shape], l)
 	}
@@ -205,16 +200,43 @@ func Check(m *manifest.Manifest, events []outcome.Event, invalid int) Report {
 	for s, vs := range lateByShape {
 		r.ByShape[s].LatenessMs = PercentilesOf(vs)
 	}
-	if len(r.ByShape) == 1 {
-		if _, unnamed := r.ByShape[""]; unnamed {
-			r.ByShape = nil
-		}
+}
+
+// judgeFinal counts the first final outcome of the task t of entry e, in
+// r and in its shape's sr.
+func (r *Report) judgeFinal(e manifest.Entry, t *task, sr *ShapeReport) {
+	r.Final++
+	ev := t.first
+	r.Outcomes[ev.Outcome]++
+	skippedPaid := ev.Outcome == outcome.Skipped && ev.Detail == "PAID"
+	switch {
+	case ev.Outcome == outcome.Closed:
+		r.Closed++
+	case skippedPaid:
+		r.SkippedPaid++
 	}
-	if len(r.Examples) == 0 {
-		r.Examples = nil
+	if t.finals > 1 {
+		r.Duplicates++
+		r.example("duplicates", e.ID)
 	}
-	r.OK = r.Lost == 0 && r.Early == 0 && r.WrongOutcome == 0
-	return r
+	if t.early {
+		r.Early++
+		sr.Early++
+		r.example("early", e.ID)
+	}
+	wrong := (e.Paid && !skippedPaid) ||
+		(!e.Paid && (ev.Outcome == outcome.Skipped || ev.Outcome == outcome.Failed))
+	if wrong {
+		r.WrongOutcome++
+		r.example("wrong_outcome", e.ID)
+	}
+}
+
+// example lists id under the problem kind, up to maxExamples.
+func (r *Report) example(kind, id string) {
+	if len(r.Examples[kind]) < maxExamples {
+		r.Examples[kind] = append(r.Examples[kind], id)
+	}
 }
 
 // bound fails r when its lateness p99 or maximum is above maxP99 or

@@ -50,91 +50,134 @@ func Collect(ctx context.Context, opts []kgo.Opt, topic string, o CollectOptions
 	if now == nil {
 		now = time.Now
 	}
-	var out Collected
 	cl, err := kgo.NewClient(append(append(opts, kafka.ReaderOpts(0)...),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond),
 	)...)
 	if err != nil {
-		return out, fmt.Errorf("outcomes %s: kafka client: %w", topic, err)
+		return Collected{}, fmt.Errorf("outcomes %s: kafka client: %w", topic, err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	c := &collector{cl: cl, adm: kadm.NewClient(cl), topic: topic, o: o, now: now,
+		pending: len(o.Want), done: make(map[string]bool, len(o.Want))}
 
-	ends, err := offsets(ctx, adm, topic, false)
-	if err != nil {
-		return out, err
+	if c.ends, err = offsets(ctx, c.adm, topic, false); err != nil {
+		return c.out, err
 	}
-	next, err := offsets(ctx, adm, topic, true) // start offsets: nothing below them can be read
-	if err != nil {
-		return out, err
+	// start offsets: nothing below them can be read
+	if c.next, err = offsets(ctx, c.adm, topic, true); err != nil {
+		return c.out, err
 	}
-	pending := len(o.Want)
-	done := make(map[string]bool, len(o.Want))
-	reached := func() bool {
-		for p, end := range ends {
-			if next[p] < end {
-				return false
-			}
-		}
-		return true
-	}
-	lastList := now()
-	hooked := false
+	c.lastList = now()
 	for {
-		if reached() {
-			if pending == 0 || o.Until.IsZero() || !now().Before(o.Until) {
-				return out, nil
-			}
-			if !hooked && waitingHook != nil {
-				hooked = true
-				waitingHook()
-			}
-			if now().Sub(lastList) >= 250*time.Millisecond {
-				if ends, err = offsets(ctx, adm, topic, false); err != nil {
-					return out, err
-				}
-				lastList = now()
+		if c.reached() {
+			if stop, err := c.atEnd(ctx); stop || err != nil {
+				return c.out, err
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return out, fmt.Errorf("outcomes %s: %w", topic, err)
+		if err := c.poll(ctx); err != nil {
+			return c.out, err
 		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && ferr == nil {
-				ferr = fmt.Errorf("outcomes %s[%d]: fetch: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return out, ferr
+	}
+}
+
+// collector is the state of one Collect.
+type collector struct {
+	cl    *kgo.Client
+	adm   *kadm.Client
+	topic string
+	o     CollectOptions
+	now   func() time.Time
+	out   Collected
+
+	// ends are the end offsets to read up to, listed at lastList; next
+	// are the offsets to read next, by partition.
+	ends, next map[int32]int64
+	lastList   time.Time
+	// pending counts the task ids of o.Want not yet done (with a final
+	// outcome).
+	pending int
+	done    map[string]bool
+	hooked  bool // waitingHook was called
+}
+
+// reached reports whether c has read up to the end offsets.
+func (c *collector) reached() bool {
+	for p, end := range c.ends {
+		if c.next[p] < end {
+			return false
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			out.Records++
-			if r.Offset+1 > next[r.Partition] {
-				next[r.Partition] = r.Offset + 1
-			}
-			if !strings.HasPrefix(string(r.Key), o.Prefix) {
-				return
-			}
-			ev, err := outcome.Unmarshal(r.Value)
-			if err != nil {
-				out.Invalid++
-				return
-			}
-			if !strings.HasPrefix(ev.TaskID, o.Prefix) {
-				return
-			}
-			out.Events = append(out.Events, ev)
-			if o.Want[ev.TaskID] && !done[ev.TaskID] && final(ev.Outcome) {
-				done[ev.TaskID] = true
-				pending--
-			}
-		})
+	}
+	return true
+}
+
+// atEnd is called when c has read up to the end offsets. It reports
+// whether Collect is done: no task of o.Want pending, or no time left to
+// wait for them. Otherwise it lists the end offsets anew, at most every
+// 250ms.
+func (c *collector) atEnd(ctx context.Context) (stop bool, err error) {
+	if c.pending == 0 || c.o.Until.IsZero() || !c.now().Before(c.o.Until) {
+		return true, nil
+	}
+	if !c.hooked && waitingHook != nil {
+		c.hooked = true
+		waitingHook()
+	}
+	if c.now().Sub(c.lastList) >= 250*time.Millisecond {
+		if c.ends, err = offsets(ctx, c.adm, c.topic, false); err != nil {
+			return false, err
+		}
+		c.lastList = c.now()
+	}
+	return false, nil
+}
+
+// poll fetches once, for at most 500ms, and records what it read. A fetch
+// error other than the poll's own timeout ends Collect, as does ctx.
+func (c *collector) poll(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	fs := c.cl.PollFetches(pctx)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("outcomes %s: %w", c.topic, err)
+	}
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && ferr == nil {
+			ferr = fmt.Errorf("outcomes %s[%d]: fetch: %w", t, p, err)
+		}
+	})
+	if ferr != nil {
+		return ferr
+	}
+	fs.EachRecord(c.record)
+	return nil
+}
+
+// record advances the next offset past r and, when r is keyed with the
+// prefix, keeps its event (or counts it invalid) and marks its task done
+// when the event is final.
+func (c *collector) record(r *kgo.Record) {
+	c.out.Records++
+	if r.Offset+1 > c.next[r.Partition] {
+		c.next[r.Partition] = r.Offset + 1
+	}
+	if !strings.HasPrefix(string(r.Key), c.o.Prefix) {
+		return
+	}
+	ev, err := outcome.Unmarshal(r.Value)
+	if err != nil {
+		c.out.Invalid++
+		return
+	}
+	if !strings.HasPrefix(ev.TaskID, c.o.Prefix) {
+		return
+	}
+	c.out.Events = append(c.out.Events, ev)
+	if c.o.Want[ev.TaskID] && !c.done[ev.TaskID] && final(ev.Outcome) {
+		c.done[ev.TaskID] = true
+		c.pending--
 	}
 }
 
