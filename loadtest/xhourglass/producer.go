@@ -4,14 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,24 +31,6 @@ func NewRunID(now time.Time) string {
 // processRunID is the run id of producers that set none: one per process,
 // so that every VU's producer shares it.
 var processRunID = sync.OnceValue(func() string { return NewRunID(time.Now()) })
-
-// TaskSpec is one task to schedule: the argument of schedule().
-type TaskSpec struct {
-	// ID is appended to the run's id prefix; empty takes the next number.
-	ID string
-	// Delay is from now to the due time; used when Due is zero.
-	Delay time.Duration
-	// Due is when the task is due.
-	Due time.Time
-	// Kind is the hourglass-kind header; empty uses the producer's.
-	Kind string
-	// Payload is the record value; nil sends {"order":"<id>"}.
-	Payload []byte
-	// Paid pays the order in the store before the record is produced.
-	Paid bool
-	// Shape labels the delay in the manifest ("past_due").
-	Shape string
-}
 
 // Stats are a producer's totals.
 type Stats struct {
@@ -219,108 +196,6 @@ func (p *Producer) flushLoop() {
 			}
 		}
 	}
-}
-
-// Schedule pays the order when spec.Paid, then hands the task to the Kafka
-// client and returns its id without waiting for the acknowledgement. It
-// waits while MaxInFlight tasks are unacknowledged, or until ctx ends. It
-// returns queued false, and counts a payment error, when the payment
-// failed; it returns an error for an invalid spec, or when the producer is
-// closed or cannot connect.
-func (p *Producer) Schedule(ctx context.Context, spec TaskSpec) (id string, queued bool, err error) {
-	if err := p.start(); err != nil {
-		return "", false, err
-	}
-	if spec.Paid && p.store == nil {
-		return "", false, errors.New("schedule: a paid task needs the producer's storeUrl")
-	}
-	now := time.Now()
-	due := spec.Due
-	if due.IsZero() {
-		due = now.Add(spec.Delay)
-	}
-	if spec.ID != "" {
-		id = p.idPrefix + spec.ID
-	} else {
-		id = p.idPrefix + strconv.FormatInt(p.seq.Add(1), 10)
-	}
-	kind := spec.Kind
-	if kind == "" {
-		kind = p.cfg.Kind
-	}
-	payload := spec.Payload
-	if payload == nil {
-		payload, _ = json.Marshal(map[string]string{"order": id})
-	}
-	task := tiers.Task{ID: id, Due: due, Kind: kind, Payload: payload}
-	if _, err := tiers.BuildRecord(p.cfg.Prefix, p.table, now, task); err != nil {
-		return "", false, fmt.Errorf("schedule: %w", err)
-	}
-	if spec.Paid {
-		if err := p.pay(ctx, id); err != nil {
-			p.payErrs.Add(1)
-			p.noteErr(err)
-			return id, false, nil
-		}
-	}
-
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return "", false, errors.New("hourglass producer: closed")
-	}
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return "", false, fmt.Errorf("schedule %s: %w", id, ctx.Err())
-	}
-	p.wg.Add(1)
-	p.inf.Add(1)
-	p.scheduled.Add(1)
-	start := time.Now()
-	entry := manifest.Entry{ID: id, DueMs: due.UnixMilli(), Paid: spec.Paid, Shape: spec.Shape}
-	// The produce outlives the VU's iteration and context: the record
-	// delivery timeout bounds it.
-	p.sched.ScheduleAsync(context.Background(), task, func(r *kgo.Record, err error) {
-		lat := time.Since(start)
-		if err != nil {
-			p.errs.Add(1)
-			p.noteErr(err)
-		} else {
-			entry.ScheduledMs = r.Timestamp.UnixMilli()
-			if merr := p.man.Add(entry); merr != nil {
-				p.noteErr(merr)
-			}
-			p.produced.Add(1)
-		}
-		p.repMu.Lock()
-		p.lat = append(p.lat, lat)
-		p.repMu.Unlock()
-		p.inf.Add(-1)
-		<-p.sem
-		p.wg.Done()
-	})
-	return id, true, nil
-}
-
-// pay marks order id paid in the store: PUT <storeUrl>/orders/<id>, body
-// "paid", answered 2xx.
-func (p *Producer) pay(ctx context.Context, id string) error {
-	u := strings.TrimSuffix(p.cfg.StoreURL, "/") + "/orders/" + url.PathEscape(id)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, strings.NewReader("paid"))
-	if err != nil {
-		return fmt.Errorf("pay %s: %w", id, err)
-	}
-	resp, err := p.store.Do(req)
-	if err != nil {
-		return fmt.Errorf("pay %s: %w", id, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("pay %s: PUT %s: %s: %s", id, u, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return nil
 }
 
 func (p *Producer) noteErr(err error) {
