@@ -90,6 +90,24 @@ func (c Config) Validate() []error {
 	if !(c.PaidFraction >= 0 && c.PaidFraction <= 1) {
 		bad("paidFraction", "%v: want 0 to 1", c.PaidFraction)
 	}
+	c.checkWeights(bad)
+	if len(errs) > 0 {
+		return errs // feasibility needs valid tiers and delays
+	}
+	for _, s := range Shapes {
+		if c.Weights[s] == 0 {
+			continue
+		}
+		if why := c.infeasible(s); why != "" {
+			bad("weights."+string(s), "%s; raise maxDelay or give it weight 0", why)
+		}
+	}
+	return errs
+}
+
+// checkWeights reports, through bad, unknown shapes and weights out of
+// range in c.Weights, and weights that are all 0.
+func (c Config) checkWeights(bad func(key, format string, args ...any)) {
 	sum := 0
 	for _, s := range sortedShapes(c.Weights) {
 		w := c.Weights[s]
@@ -105,38 +123,31 @@ func (c Config) Validate() []error {
 	if sum == 0 {
 		bad("weights", "no shape has a weight above 0")
 	}
-	if len(errs) > 0 {
-		return errs // feasibility needs valid tiers and delays
-	}
+}
+
+// infeasible says why no delay up to MaxDelay has the shape s with c's
+// tiers; "" when some delay has it.
+func (c Config) infeasible(s Shape) string {
 	t0, max := c.Tiers.Smallest(), c.MaxDelay
-	for _, s := range Shapes {
-		if c.Weights[s] == 0 {
-			continue
+	switch s {
+	case BelowSmallest:
+		if t0 < 2*time.Millisecond {
+			return fmt.Sprintf("the smallest tier %v leaves no delay below it", t0)
 		}
-		var why string
-		switch s {
-		case BelowSmallest:
-			if t0 < 2*time.Millisecond {
-				why = fmt.Sprintf("the smallest tier %v leaves no delay below it", t0)
-			}
-		case ExactTier:
-			if t0 > max {
-				why = fmt.Sprintf("no tier is at most maxDelay %v", max)
-			}
-		case BetweenTiers:
-			if !betweenFeasible(c.Tiers, max) {
-				why = fmt.Sprintf("no whole millisecond in (%v, %v] is not a tier", t0, max)
-			}
-		case MultiHop:
-			if _, most := multiHopCandidates(c.Tiers, max); most < 2 {
-				why = fmt.Sprintf("no delay up to maxDelay %v waits in two or more tiers of %s", max, c.Tiers)
-			}
+	case ExactTier:
+		if t0 > max {
+			return fmt.Sprintf("no tier is at most maxDelay %v", max)
 		}
-		if why != "" {
-			bad("weights."+string(s), "%s; raise maxDelay or give it weight 0", why)
+	case BetweenTiers:
+		if !betweenFeasible(c.Tiers, max) {
+			return fmt.Sprintf("no whole millisecond in (%v, %v] is not a tier", t0, max)
+		}
+	case MultiHop:
+		if _, most := multiHopCandidates(c.Tiers, max); most < 2 {
+			return fmt.Sprintf("no delay up to maxDelay %v waits in two or more tiers of %s", max, c.Tiers)
 		}
 	}
-	return errs
+	return ""
 }
 
 // Task is one drawn task.
