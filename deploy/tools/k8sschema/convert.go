@@ -36,96 +36,38 @@ func quantity() schema {
 // value may be null (an optional field).
 func (c *converter) convert(s schema, stack []string, nullable bool) (schema, error) {
 	if ref, ok := s["$ref"].(string); ok {
-		name, found := strings.CutPrefix(ref, refPrefix)
-		if !found {
-			return nil, fmt.Errorf("$ref %q: only %s... references are supported", ref, refPrefix)
-		}
-		if slices.Contains(stack, name) {
-			return schema{}, nil // a cycle: accept anything below this point
-		}
-		if name == quantityDef {
-			return allowNull(quantity(), nullable), nil
-		}
-		def, ok := c.defs[name]
-		if !ok {
-			return nil, fmt.Errorf("$ref %q: no such definition", ref)
-		}
-		out, err := c.convert(def, append(stack, name), nullable)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return out, nil
+		return c.ref(ref, stack, nullable)
 	}
-
 	if s["format"] == "int-or-string" || (s["x-kubernetes-int-or-string"] == true && s["anyOf"] == nil && s["oneOf"] == nil) {
 		return allowNull(intOrString(), nullable), nil
 	}
 	if s["nullable"] == true {
 		nullable = true
 	}
-	required := map[string]bool{}
-	if rs, ok := s["required"].([]any); ok {
-		for _, r := range rs {
-			if name, ok := r.(string); ok {
-				required[name] = true
-			}
-		}
-	}
-
 	out := schema{}
 	for k, v := range s {
+		var err error
 		switch {
 		case k == "description", k == "nullable", strings.HasPrefix(k, "x-"):
 			// Documentation and Kubernetes extensions: not validation.
 		case k == "properties":
-			props, ok := v.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("properties: want an object, got %T", v)
-			}
-			conv := make(schema, len(props))
-			for name, p := range props {
-				ps, ok := p.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("properties.%s: want an object, got %T", name, p)
-				}
-				cp, err := c.convert(ps, stack, !required[name])
-				if err != nil {
-					return nil, fmt.Errorf("properties.%s: %w", name, err)
-				}
-				conv[name] = cp
-			}
-			out[k] = conv
+			out[k], err = c.properties(v, stack, requiredSet(s))
 		case k == "items", k == "not", k == "additionalProperties":
 			sub, ok := v.(map[string]any)
 			if !ok {
 				out[k] = v // additionalProperties: true or false
 				continue
 			}
-			cs, err := c.convert(sub, stack, false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
+			if out[k], err = c.convert(sub, stack, false); err != nil {
+				err = fmt.Errorf("%s: %w", k, err)
 			}
-			out[k] = cs
 		case k == "allOf", k == "anyOf", k == "oneOf":
-			list, ok := v.([]any)
-			if !ok {
-				return nil, fmt.Errorf("%s: want a list, got %T", k, v)
-			}
-			conv := make([]any, 0, len(list))
-			for i, e := range list {
-				es, ok := e.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("%s[%d]: want an object, got %T", k, i, e)
-				}
-				cs, err := c.convert(es, stack, false)
-				if err != nil {
-					return nil, fmt.Errorf("%s[%d]: %w", k, i, err)
-				}
-				conv = append(conv, cs)
-			}
-			out[k] = conv
+			out[k], err = c.list(k, v, stack)
 		default:
 			out[k] = v
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	_, hasProps := out["properties"]
@@ -134,6 +76,86 @@ func (c *converter) convert(s schema, stack []string, nullable bool) (schema, er
 		out["additionalProperties"] = false
 	}
 	return allowNull(out, nullable), nil
+}
+
+// ref returns the definition that ref names, converted, or an empty schema
+// (anything) when it is already being inlined in stack.
+func (c *converter) ref(ref string, stack []string, nullable bool) (schema, error) {
+	name, found := strings.CutPrefix(ref, refPrefix)
+	if !found {
+		return nil, fmt.Errorf("$ref %q: only %s... references are supported", ref, refPrefix)
+	}
+	if slices.Contains(stack, name) {
+		return schema{}, nil // a cycle: accept anything below this point
+	}
+	if name == quantityDef {
+		return allowNull(quantity(), nullable), nil
+	}
+	def, ok := c.defs[name]
+	if !ok {
+		return nil, fmt.Errorf("$ref %q: no such definition", ref)
+	}
+	out, err := c.convert(def, append(stack, name), nullable)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+// requiredSet is the set of property names s lists as required.
+func requiredSet(s schema) map[string]bool {
+	required := map[string]bool{}
+	if rs, ok := s["required"].([]any); ok {
+		for _, r := range rs {
+			if name, ok := r.(string); ok {
+				required[name] = true
+			}
+		}
+	}
+	return required
+}
+
+// properties converts the value v of properties; a property not in
+// required may be null.
+func (c *converter) properties(v any, stack []string, required map[string]bool) (schema, error) {
+	props, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("properties: want an object, got %T", v)
+	}
+	conv := make(schema, len(props))
+	for name, p := range props {
+		ps, ok := p.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("properties.%s: want an object, got %T", name, p)
+		}
+		cp, err := c.convert(ps, stack, !required[name])
+		if err != nil {
+			return nil, fmt.Errorf("properties.%s: %w", name, err)
+		}
+		conv[name] = cp
+	}
+	return conv, nil
+}
+
+// list converts the value v of k, a list of schemas (allOf, anyOf, oneOf).
+func (c *converter) list(k string, v any, stack []string) ([]any, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a list, got %T", k, v)
+	}
+	conv := make([]any, 0, len(list))
+	for i, e := range list {
+		es, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d]: want an object, got %T", k, i, e)
+		}
+		cs, err := c.convert(es, stack, false)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", k, i, err)
+		}
+		conv = append(conv, cs)
+	}
+	return conv, nil
 }
 
 // allowNull lets s also accept null when nullable is set: a null optional

@@ -66,7 +66,26 @@ func run(args []string, stdout io.Writer) error {
 // generate returns the schema files (name -> JSON) of every kind in the
 // spec and in the CRD files.
 func generate(swaggerPath string, crdPaths []string) (map[string][]byte, error) {
-	raw, err := os.ReadFile(swaggerPath)
+	defs, err := readDefinitions(swaggerPath)
+	if err != nil {
+		return nil, err
+	}
+	c := &converter{defs: defs}
+	out := &fileSet{files: map[string][]byte{}, from: map[string]string{}}
+	if err := out.addDefinitions(c); err != nil {
+		return nil, err
+	}
+	for _, p := range crdPaths {
+		if err := out.addCRDs(c, p); err != nil {
+			return nil, err
+		}
+	}
+	return out.files, nil
+}
+
+// readDefinitions reads the definitions of the OpenAPI v2 spec at path.
+func readDefinitions(path string) (map[string]schema, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -74,69 +93,84 @@ func generate(swaggerPath string, crdPaths []string) (map[string][]byte, error) 
 		Definitions map[string]schema `json:"definitions"`
 	}
 	if err := json.Unmarshal(raw, &spec); err != nil {
-		return nil, fmt.Errorf("%s: %w", swaggerPath, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(spec.Definitions) == 0 {
-		return nil, fmt.Errorf("%s: no definitions; want an OpenAPI v2 spec", swaggerPath)
+		return nil, fmt.Errorf("%s: no definitions; want an OpenAPI v2 spec", path)
 	}
-	c := &converter{defs: spec.Definitions}
-	files := map[string][]byte{}
-	from := map[string]string{}
-	add := func(source, group, version, kind string, s schema) error {
-		name := fileName(group, version, kind)
-		if prev, ok := from[name]; ok {
-			return fmt.Errorf("%s and %s both map to %s", prev, source, name)
-		}
-		b, err := json.MarshalIndent(s, "", "  ")
-		if err != nil {
-			return fmt.Errorf("%s: %w", source, err)
-		}
-		files[name] = append(b, '\n')
-		from[name] = source
-		return nil
-	}
+	return spec.Definitions, nil
+}
 
-	names := make([]string, 0, len(spec.Definitions))
-	for n := range spec.Definitions {
+// fileSet is the schema files generated: files by name (JSON) and, by the
+// same name, the source each came from.
+type fileSet struct {
+	files map[string][]byte
+	from  map[string]string
+}
+
+// add adds the file of group, version and kind with the schema s, which
+// comes from source. Two sources of one file name are an error.
+func (fs *fileSet) add(source, group, version, kind string, s schema) error {
+	name := fileName(group, version, kind)
+	if prev, ok := fs.from[name]; ok {
+		return fmt.Errorf("%s and %s both map to %s", prev, source, name)
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	fs.files[name] = append(b, '\n')
+	fs.from[name] = source
+	return nil
+}
+
+// addDefinitions adds a file for every kind of the spec's definitions, in
+// the order of their names.
+func (fs *fileSet) addDefinitions(c *converter) error {
+	names := make([]string, 0, len(c.defs))
+	for n := range c.defs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		def := spec.Definitions[n]
+		def := c.defs[n]
 		for _, gvk := range groupVersionKinds(def) {
 			s, err := c.root(def, []string{n}, apiVersion(gvk.group, gvk.version), gvk.kind)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", n, err)
+				return fmt.Errorf("%s: %w", n, err)
 			}
 			source := n + " (" + apiVersion(gvk.group, gvk.version) + ")"
-			if err := add(source, gvk.group, gvk.version, gvk.kind, s); err != nil {
-				return nil, err
+			if err := fs.add(source, gvk.group, gvk.version, gvk.kind, s); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
 
-	for _, p := range crdPaths {
-		docs, err := readCRDs(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, crd := range docs {
-			for _, v := range crd.Spec.Versions {
-				if !v.Served || v.Schema.OpenAPIV3Schema == nil {
-					continue
-				}
-				source := fmt.Sprintf("%s: %s %s", p, crd.Metadata.Name, v.Name)
-				s, err := c.root(v.Schema.OpenAPIV3Schema, nil, apiVersion(crd.Spec.Group, v.Name), crd.Spec.Names.Kind)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", source, err)
-				}
-				if err := add(source, crd.Spec.Group, v.Name, crd.Spec.Names.Kind, s); err != nil {
-					return nil, err
-				}
+// addCRDs adds a file for every served version with a schema of the CRDs
+// in the file at path.
+func (fs *fileSet) addCRDs(c *converter, path string) error {
+	docs, err := readCRDs(path)
+	if err != nil {
+		return err
+	}
+	for _, crd := range docs {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served || v.Schema.OpenAPIV3Schema == nil {
+				continue
+			}
+			source := fmt.Sprintf("%s: %s %s", path, crd.Metadata.Name, v.Name)
+			s, err := c.root(v.Schema.OpenAPIV3Schema, nil, apiVersion(crd.Spec.Group, v.Name), crd.Spec.Names.Kind)
+			if err != nil {
+				return fmt.Errorf("%s: %w", source, err)
+			}
+			if err := fs.add(source, crd.Spec.Group, v.Name, crd.Spec.Names.Kind, s); err != nil {
+				return err
 			}
 		}
 	}
-	return files, nil
+	return nil
 }
 
 type gvk struct{ group, version, kind string }
