@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/app"
-	"github.com/hourglass/hourglass/pkg/tiers"
+	"github.com/hourglass/hourglass/internal/service"
 )
 
 // run calls cmd with args and a context that bounds it, returning what it
 // wrote and its error.
-func run(t *testing.T, cmd app.Command, args ...string) (stdout, stderr string, err error) {
+func run(t *testing.T, cmd service.Command, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -39,7 +39,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // TestBadConfig checks that every command rejects bad flag and environment
-// values before it connects to anything, with an app.UsageError (exit 2)
+// values before it connects to anything, with an service.UsageError (exit 2)
 // that names the flag, and the environment variable when one was used.
 func TestBadConfig(t *testing.T) {
 	tests := []badConfigCase{
@@ -87,13 +87,13 @@ func TestBadConfig(t *testing.T) {
 // badConfigCase is a command line and environment that cmd must refuse.
 type badConfigCase struct {
 	name string
-	cmd  app.Command
+	cmd  service.Command
 	args []string
 	env  map[string]string
 	want []string // substrings of the error
 }
 
-// checkBadConfig runs each case: cmd must fail with an app.UsageError whose
+// checkBadConfig runs each case: cmd must fail with an service.UsageError whose
 // text contains every want; checkStdout looks at what it printed.
 func checkBadConfig(t *testing.T, tests []badConfigCase, checkStdout func(t *testing.T, stdout string)) {
 	t.Helper()
@@ -103,9 +103,9 @@ func checkBadConfig(t *testing.T, tests []badConfigCase, checkStdout func(t *tes
 				t.Setenv(k, v)
 			}
 			stdout, _, err := run(t, tt.cmd, tt.args...)
-			var ue app.UsageError
+			var ue service.UsageError
 			if !errors.As(err, &ue) {
-				t.Fatalf("error %T %v, want an app.UsageError", err, err)
+				t.Fatalf("error %T %v, want an service.UsageError", err, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -121,9 +121,9 @@ func checkBadConfig(t *testing.T, tests []badConfigCase, checkStdout func(t *tes
 // once, not only the first.
 func TestBadConfigAllReported(t *testing.T) {
 	_, _, err := run(t, app.Router, "--tiers", "1x", "--partitions", "0", "--log-level", "loud", "--brokers", "foo")
-	var ue app.UsageError
+	var ue service.UsageError
 	if !errors.As(err, &ue) {
-		t.Fatalf("error %T %v, want an app.UsageError", err, err)
+		t.Fatalf("error %T %v, want an service.UsageError", err, err)
 	}
 	for _, flag := range []string{"--tiers", "--partitions", "--log-level", "--brokers"} {
 		if !strings.Contains(err.Error(), flag) {
@@ -141,9 +141,9 @@ func TestClosersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := run(t, app.Canceller, "--closers", bad)
-	var ue app.UsageError
+	var ue service.UsageError
 	if !errors.As(err, &ue) {
-		t.Fatalf("error %T %v, want an app.UsageError", err, err)
+		t.Fatalf("error %T %v, want an service.UsageError", err, err)
 	}
 	for _, w := range []string{"--closers", bad, "closers.order-timeout.sql.driver", "HOURGLASS_TEST_UNSET_DSN", "closers.reminder: set exactly one"} {
 		if !strings.Contains(err.Error(), w) {
@@ -172,7 +172,7 @@ func TestCheckConfig(t *testing.T) {
 	t.Setenv("HOURGLASS_TIERS", "bad")
 	tests := []struct {
 		name string
-		cmd  app.Command
+		cmd  service.Command
 		args []string
 		want []string // lines of stdout
 	}{
@@ -208,7 +208,7 @@ func TestCheckConfig(t *testing.T) {
 func TestHelp(t *testing.T) {
 	tests := []struct {
 		name string
-		cmd  app.Command
+		cmd  service.Command
 		args []string
 		want string // in the usage
 	}{
@@ -260,31 +260,11 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func TestTopicSpecsRetention(t *testing.T) {
-	table, _ := tiers.Parse("1m,30m,24h")
-	specs := app.TopicSpecs(app.TopicSet{Prefix: "p.", Tiers: table, Targets: []string{"p.cancel", "p.dlq"}, DeadLetter: "p.dlq"}, 3, -1)
-	want := map[string]string{
-		"p.delay.1m":  "604800000",  // 7 days
-		"p.delay.30m": "604800000",  // 7 days
-		"p.delay.24h": "864000000",  // 10 x the tier
-		"p.dlq":       "2592000000", // 30 days, even when also listed as a target
-		"p.cancel":    "604800000",
-	}
-	if len(specs) != len(want) {
-		t.Fatalf("%d specs, want %d: %+v", len(specs), len(want), specs)
-	}
-	for _, s := range specs {
-		if got := s.Configs["retention.ms"]; got != want[s.Name] {
-			t.Errorf("%s: retention.ms %s, want %s", s.Name, got, want[s.Name])
-		}
-	}
-}
-
 // TestZeroIsReported: a zero flag value is the user's, not a request for the
 // default, and is reported rather than silently replaced.
 func TestZeroIsReported(t *testing.T) {
 	for _, tt := range []struct {
-		cmd  app.Command
+		cmd  service.Command
 		args []string
 		flag string
 	}{
@@ -296,7 +276,7 @@ func TestZeroIsReported(t *testing.T) {
 		{app.Canceller, []string{"--max-poll-records=0"}, "--max-poll-records"},
 	} {
 		_, _, err := run(t, tt.cmd, append([]string{"--check-config"}, tt.args...)...)
-		var ue app.UsageError
+		var ue service.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.flag) {
 			t.Errorf("%v: got %v, want a usage error naming %s", tt.args, err, tt.flag)
 		}

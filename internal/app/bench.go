@@ -25,6 +25,8 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -124,49 +126,49 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.DurationVar(&c.maxLate, "max-lateness", "", 0, "fail when the largest lateness exceeds this (0: no bound)")
 	fs.Float64Var(&c.maxRSS, "max-router-rss-mb", "", 0, "fail when the router's peak RSS exceeds this many MB (0: no bound)")
 	fs.Float64Var(&c.maxGrowthMB, "max-growth-mb", "", 0, "memory mode: fail when the router's RSS grows by more than this many MB (0: no bound)")
-	if err := parseArgs(fs, args); err != nil {
+	if err := service.ParseArgs(fs, args); err != nil {
 		return nil, err
 	}
-	var errs checks
+	var errs service.Checks
 	if rawTiers == "" {
 		rawTiers = "1s,2s,5s,10s,30s"
 		if len(steps) > 0 {
 			rawTiers = tiers.DefaultTiers
 		}
 	}
-	c.tiers = errs.tiers("tiers", rawTiers)
-	errs.intRange("orders", c.orders, 1, 10_000_000)
-	errs.intRange("rate", c.rate, 1, 1_000_000)
+	c.tiers = errs.Tiers(rawTiers)
+	errs.IntRange("orders", c.orders, 1, 10_000_000)
+	errs.IntRange("rate", c.rate, 1, 1_000_000)
 	if _, err := newWorkload(c.delays); err != nil {
-		errs.add("delays", "%v", err)
+		errs.Add("delays", "%v", err)
 	}
-	errs.intRange("partitions", c.partitions, 1, 1000)
+	errs.IntRange("partitions", c.partitions, 1, 1000)
 	for _, s := range steps {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 10_000_000 || (len(c.pendingSteps) > 0 && n <= c.pendingSteps[len(c.pendingSteps)-1]) {
-			errs.add("pending-steps", "%q: want increasing counts from 1 to 10000000", s)
+			errs.Add("pending-steps", "%q: want increasing counts from 1 to 10000000", s)
 			break
 		}
 		c.pendingSteps = append(c.pendingSteps, n)
 	}
 	if c.timeout <= 0 {
-		errs.add("timeout", "must be positive")
+		errs.Add("timeout", "must be positive")
 	}
 	switch c.kill {
 	case "", "router", "canceller":
 	default:
-		errs.add("kill", "%q: want router or canceller", c.kill)
+		errs.Add("kill", "%q: want router or canceller", c.kill)
 	}
 	if c.killAt < 0 || c.restartAfter < 0 {
-		errs.add("kill-at", "must not be negative (nor --restart-after)")
+		errs.Add("kill-at", "must not be negative (nor --restart-after)")
 	}
-	errs.intRange("hostile-rate", c.hostileRate, 0, 1000)
-	errs.intRange("bombs", c.bombs, 0, 100)
+	errs.IntRange("hostile-rate", c.hostileRate, 0, 1000)
+	errs.IntRange("bombs", c.bombs, 0, 100)
 	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0) {
-		errs.add("pending-steps", "the memory mode takes neither --kill nor hostile records")
+		errs.Add("pending-steps", "the memory mode takes neither --kill nor hostile records")
 	}
 	if err := fs.Explain(errs); err != nil {
-		return nil, UsageError{err}
+		return nil, service.UsageError{Err: err}
 	}
 	return &c, nil
 }
@@ -235,7 +237,7 @@ func Bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer broker.Close()
 	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
-	if _, err := provision(ctx, seed, TopicSpecs(DefaultTopicSet(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
+	if _, err := topics.Provision(ctx, seed, topics.Specs(topics.Default(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
 		return err
 	}
 	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false"}

@@ -11,7 +11,9 @@ import (
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer/closerfile"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -32,7 +34,7 @@ Flags (each has an environment variable; flags win):
 
 // CancellerConfig is the canceller service's configuration.
 type CancellerConfig struct {
-	common
+	service.Common
 	Canceller canceller.Config
 	// ClosersFile is the closers file (--closers); empty logs every task
 	// instead of closing it.
@@ -49,14 +51,14 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	var c CancellerConfig
 	fs := cli.NewFlagSet("canceller", cancellerUsage)
 	fs.SetOutput(stderr)
-	c.register(fs, "hourglass-canceller", "127.0.0.1:8081")
+	c.Register(fs, "hourglass-canceller", "127.0.0.1:8081")
 	k := &c.Canceller
 	fs.StringVar(&k.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.StringsVar(&k.Topics, "topics", env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
 	fs.StringVar(&k.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
 	fs.StringVar(&k.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
 	fs.StringVar(&k.Group, "group", env("group"), canceller.DefaultGroup, "consumer `group`")
-	instanceID(fs, &k.InstanceID)
+	service.InstanceIDVar(fs, &k.InstanceID)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", env("outcomes-key-file"), "",
 		"`file` holding the key that signs outcome events (at least 16 bytes; give the recorder the same); default: unsigned")
 	fs.StringVar(&k.DefaultKind, "default-kind", env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
@@ -74,20 +76,20 @@ func parseCanceller(args []string, stdout, stderr io.Writer) (*CancellerConfig, 
 	fs.IntVar(&k.MaxAttempts, "max-attempts", env("max-attempts"), canceller.DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
 	fs.DurationVar(&k.RetryBackoff, "retry-backoff", env("retry-backoff"), canceller.DefaultRetryBackoff, "wait before the second attempt; doubles per attempt, half of it random")
 	fs.DurationVar(&k.RetryBackoffMax, "retry-backoff-max", env("retry-backoff-max"), canceller.DefaultRetryBackoffMax, "longest wait between attempts")
-	stop, err := parse(fs, args, stdout, &c.common, func() checks {
-		var errs checks
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
+		var errs service.Checks
 		if c.ClosersFile != "" {
 			f, err := closerfile.Load(c.ClosersFile)
 			if err != nil {
-				errs.add("closers", "%v", err)
+				errs.Add("closers", "%v", err)
 			}
 			c.Closers = f
 		}
-		k.Tiers = errs.tiers("tiers", c.tiers)
+		k.Tiers = errs.Tiers(c.tiers)
 		k.SessionTimeout = c.SessionTimeout
-		key, err := readKey(c.OutcomesKeyFile)
+		key, err := service.ReadKey(c.OutcomesKeyFile)
 		if err != nil {
-			errs.add("outcomes-key-file", "%v", err)
+			errs.Add("outcomes-key-file", "%v", err)
 		}
 		k.OutcomesKey = key
 		// Only the topic names derive from the prefix; a zero anywhere else
@@ -112,15 +114,15 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if stop || err != nil {
 		return err
 	}
-	log := c.logger(stderr, "canceller")
-	opts, err := c.kgoOpts()
+	log := c.Logger(stderr, "canceller")
+	opts, err := c.KgoOpts()
 	if err != nil {
 		return err
 	}
 	k := c.Canceller
 	// The delay topics too: failed closes are rescheduled through them.
-	specs := TopicSpecs(TopicSet{Prefix: k.Prefix, Tiers: k.Tiers, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
-	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
+	specs := topics.Specs(topics.Set{Prefix: k.Prefix, Tiers: k.Tiers, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
 	co := canceller.Options{Logger: log}
@@ -158,7 +160,7 @@ func Canceller(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, cn.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, cn.Ready, tel, c.Pprof, log) })
 	g.Go(func() error { tel.WatchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))

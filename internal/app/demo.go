@@ -21,6 +21,8 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -83,38 +85,38 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 	fs.IntVar(&c.partitions, "partitions", "", 3, "partitions per topic")
 	fs.StringVar(&c.logLevel, "log-level", "", "warn", "log `level` of the router and canceller")
 	fs.StringVar(&c.storeAddr, "store-addr", "", "", "`address` of the order store's HTTP endpoint (loopback only; port 0 picks a free one); empty: none")
-	if err := parseArgs(fs, args); err != nil {
+	if err := service.ParseArgs(fs, args); err != nil {
 		return nil, err
 	}
-	var errs checks
+	var errs service.Checks
 	port, err := listenPort(c.listen)
 	if err != nil {
-		errs.add("listen", "%v", err)
+		errs.Add("listen", "%v", err)
 	}
 	c.port = port
-	c.tiers = errs.tiers("tiers", rawTiers)
-	errs.intRange("orders", c.orders, 0, 1_000_000)
-	errs.intRange("rate", rate, 1, 100_000)
+	c.tiers = errs.Tiers(rawTiers)
+	errs.IntRange("orders", c.orders, 0, 1_000_000)
+	errs.IntRange("rate", rate, 1, 100_000)
 	c.rate = float64(rate)
 	if c.minDelay < 0 || c.maxDelay < c.minDelay || c.maxDelay > time.Hour {
-		errs.add("max-delay", "want 0 <= --min-delay <= --max-delay <= 1h")
+		errs.Add("max-delay", "want 0 <= --min-delay <= --max-delay <= 1h")
 	}
-	errs.intRange("paid-percent", paidPct, 0, 100)
+	errs.IntRange("paid-percent", paidPct, 0, 100)
 	c.paid = float64(paidPct) / 100
-	errs.intRange("partitions", c.partitions, 1, 1000)
-	if _, err := parseLevel(c.logLevel); err != nil {
-		errs.add("log-level", "%v", err)
+	errs.IntRange("partitions", c.partitions, 1, 1000)
+	if _, err := service.ParseLevel(c.logLevel); err != nil {
+		errs.Add("log-level", "%v", err)
 	}
 	if c.storeAddr != "" {
 		if err := checkLoopback(c.storeAddr); err != nil {
-			errs.add("store-addr", "%v", err)
+			errs.Add("store-addr", "%v", err)
 		}
 	}
 	if c.orders == 0 && !c.serve {
-		errs.add("orders", "0 orders without --serve has nothing to do")
+		errs.Add("orders", "0 orders without --serve has nothing to do")
 	}
 	if err := fs.Explain(errs); err != nil {
-		return nil, UsageError{err}
+		return nil, service.UsageError{Err: err}
 	}
 	return &c, nil
 }
@@ -125,7 +127,7 @@ func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	level, _ := parseLevel(c.logLevel)
+	level, _ := service.ParseLevel(c.logLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	broker, addr, err := startBroker(c.port)
@@ -134,7 +136,7 @@ func Demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer broker.Close()
 	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
-	if _, err := provision(ctx, seed, TopicSpecs(DefaultTopicSet(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
+	if _, err := topics.Provision(ctx, seed, topics.Specs(topics.Default(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
 		return err
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/app"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -212,9 +213,9 @@ func TestDemoStoreAddrBad(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := run(t, demo, "--serve", "--orders", "0", "--store-addr", tt.addr)
-			var ue app.UsageError
+			var ue service.UsageError
 			if !errors.As(err, &ue) {
-				t.Fatalf("error %T %v, want an app.UsageError", err, err)
+				t.Fatalf("error %T %v, want an service.UsageError", err, err)
 			}
 			for _, w := range []string{"--store-addr", tt.want} {
 				if !strings.Contains(err.Error(), w) {

@@ -20,6 +20,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/record"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -211,7 +212,7 @@ func DLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 			return flag.ErrHelp
 		}
-		return UsageError{errors.New("dlq: want a subcommand: list or replay")}
+		return service.UsageError{Err: errors.New("dlq: want a subcommand: list or replay")}
 	}
 	sub, args := args[0], args[1:]
 	var (
@@ -244,47 +245,47 @@ func DLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&to, "to", "", "", "replay every dead letter to this `topic`, whatever its source")
 		fs.BoolVar(&dryRun, "dry-run", "", false, "print what would be replayed, produce nothing")
 	}
-	if err := parseArgs(fs, args); err != nil {
+	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
-	errs := checks(kc.Validate(fs))
+	errs := service.Checks(kc.Validate(fs))
 	if topic == "" {
 		topic = tiers.DeadLetterTopic(prefix)
 	}
 	if err := tiers.ValidTopic(topic); err != nil {
-		errs.add("dlq-topic", "%v", err)
+		errs.Add("dlq-topic", "%v", err)
 	}
 	if to != "" {
 		if err := tiers.ValidTopic(to); err != nil {
-			errs.add("to", "%v", err)
+			errs.Add("to", "%v", err)
 		}
 	}
 	if since < 0 {
-		errs.add("since", "%v: must not be negative", since)
+		errs.Add("since", "%v: must not be negative", since)
 	}
 	if limit < 0 {
-		errs.add("limit", "%d: must not be negative", limit)
+		errs.Add("limit", "%d: must not be negative", limit)
 	}
 	if format != "text" && format != "json" {
-		errs.add("format", "%q: want text or json", format)
+		errs.Add("format", "%q: want text or json", format)
 	}
 	var rule replayRule
 	if sub == "replay" {
-		table := errs.tiers("tiers", tierList)
+		table := errs.Tiers(tierList)
 		if len(topics) == 0 {
 			topics = []string{tiers.CancelTopic(prefix)}
 		}
 		for _, t := range topics {
 			if err := tiers.ValidTopic(t); err != nil {
-				errs.add("topics", "%v", err)
+				errs.Add("topics", "%v", err)
 			} else if t == topic {
-				errs.add("topics", "%s is the dead-letter topic", t)
+				errs.Add("topics", "%s is the dead-letter topic", t)
 			}
 		}
 		rule = newReplayRule(prefix, table, topics, to)
 	}
 	if err := fs.Explain(errs); err != nil {
-		return UsageError{err}
+		return service.UsageError{Err: err}
 	}
 	opts, err := kc.Opts()
 	if err != nil {

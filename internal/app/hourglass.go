@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/hourglass/hourglass/internal/service"
 )
 
 const hourglassUsage = `hourglass is the Hourglass tool.
@@ -31,7 +33,7 @@ Run "hourglass <command> --help" for a command's flags.
 var subcommands = map[string]Command{
 	"demo":      Demo,
 	"bench":     Bench,
-	"topics":    Topics,
+	"topics":    TopicsCommand,
 	"dlq":       DLQ,
 	"reconcile": Reconcile,
 	"recorder":  Recorder,
@@ -45,7 +47,7 @@ func Hourglass(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(args) == 0 || slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 		fmt.Fprint(stderr, hourglassUsage)
 		if len(args) == 0 {
-			return UsageError{errors.New("no command")}
+			return service.UsageError{Err: errors.New("no command")}
 		}
 		return flag.ErrHelp
 	}
@@ -56,7 +58,7 @@ func Hourglass(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return UsageError{fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))}
+		return service.UsageError{Err: fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))}
 	}
 	return cmd(ctx, args[1:], stdout, stderr)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer/closerfile"
 	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/service"
 )
 
 const reconcileUsage = `hourglass reconcile closes overdue unpaid orders the pipeline missed.
@@ -58,43 +59,43 @@ func Reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&rateLimit, "rate-limit", env("reconcile-rate-limit"), 100, "closes per second, so a large backlog does not flood the database (0: no limit)")
 	fs.StringVar(&format, "format", "", "text", "report: text or json")
 	fs.StringVar(&logLevel, "log-level", env("log-level"), "info", "progress `level`: debug, info, warn or error")
-	if err := parseArgs(fs, args); err != nil {
+	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
-	var errs checks
+	var errs service.Checks
 	if path == "" {
-		errs.add("closers", "required: the closers file with the kind's sql closer")
+		errs.Add("closers", "required: the closers file with the kind's sql closer")
 	} else {
 		f, err := closerfile.Load(path)
 		if err != nil {
-			errs.add("closers", "%v", err)
+			errs.Add("closers", "%v", err)
 		} else if e, ok := f.Closers[kind]; !ok {
-			errs.add("kind", "%q is not in %s (it has %v)", kind, path, f.Kinds())
+			errs.Add("kind", "%q is not in %s (it has %v)", kind, path, f.Kinds())
 		} else if e.SQL == nil {
-			errs.add("kind", "%q has a %s closer; reconcile needs an sql closer", kind, e.Type())
+			errs.Add("kind", "%q has a %s closer; reconcile needs an sql closer", kind, e.Type())
 		} else if e.SQL.Reconcile.Deadline <= 0 {
-			errs.add("closers", "%s: closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due", path, kind)
+			errs.Add("closers", "%s: closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due", path, kind)
 		}
 		file = f
 	}
 	if grace < 0 {
-		errs.add("grace", "%v: must not be negative", grace)
+		errs.Add("grace", "%v: must not be negative", grace)
 	}
 	if limit < 0 {
-		errs.add("limit", "%d: must not be negative", limit)
+		errs.Add("limit", "%d: must not be negative", limit)
 	}
 	if rateLimit < 0 {
-		errs.add("rate-limit", "%v: must not be negative", rateLimit)
+		errs.Add("rate-limit", "%v: must not be negative", rateLimit)
 	}
 	if !slices.Contains([]string{"text", "json"}, format) {
-		errs.add("format", "%q: want text or json", format)
+		errs.Add("format", "%q: want text or json", format)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		errs.add("log-level", "%q: want debug, info, warn or error", logLevel)
+		errs.Add("log-level", "%q: want debug, info, warn or error", logLevel)
 	}
 	if err := fs.Explain(errs); err != nil {
-		return UsageError{err}
+		return service.UsageError{Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("cmd", "reconcile")
 

@@ -14,7 +14,9 @@ import (
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/recorder"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -44,7 +46,7 @@ Flags (each has an environment variable; flags win):
 
 // RecorderConfig is the recorder command's configuration.
 type RecorderConfig struct {
-	common
+	service.Common
 	Recorder   recorder.Config
 	ClickHouse chstore.Config
 	Prefix     string
@@ -61,7 +63,7 @@ func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bo
 	var c RecorderConfig
 	fs := cli.NewFlagSet("recorder", recorderUsage)
 	fs.SetOutput(stderr)
-	c.register(fs, "hourglass-recorder", "127.0.0.1:8082")
+	c.Register(fs, "hourglass-recorder", "127.0.0.1:8082")
 	k := &c.Recorder
 	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.StringVar(&k.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
@@ -77,22 +79,22 @@ func parseRecorder(args []string, stdout, stderr io.Writer) (*RecorderConfig, bo
 	c.ClickHouse.RegisterFlags(fs)
 	fs.BoolVar(&c.Migrate, "migrate", env("migrate"), true, "create the database and apply schema migrations at start")
 	fs.BoolVar(&c.MigrateOnly, "migrate-only", env("migrate-only"), false, "apply the schema migrations and exit, without Kafka (for a migration Job)")
-	stop, err := parse(fs, args, stdout, &c.common, func() checks {
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
 		if k.Topic == "" {
 			k.Topic = tiers.OutcomesTopic(c.Prefix)
 		}
 		k.SessionTimeout = c.SessionTimeout
-		errs := checks(k.Validate())
-		key, err := readKey(c.OutcomesKeyFile)
+		errs := service.Checks(k.Validate())
+		key, err := service.ReadKey(c.OutcomesKeyFile)
 		if err != nil {
-			errs.add("outcomes-key-file", "%v", err)
+			errs.Add("outcomes-key-file", "%v", err)
 		}
 		k.OutcomesKey = key
 		if c.MigrateOnly && !c.Migrate {
-			errs.add("migrate-only", "contradicts --migrate=false")
+			errs.Add("migrate-only", "contradicts --migrate=false")
 		}
 		if c.Prefix == "" {
-			errs.add("topic-prefix", "must not be empty")
+			errs.Add("topic-prefix", "must not be empty")
 		}
 		return append(errs, c.ClickHouse.Validate()...)
 	})
@@ -105,7 +107,7 @@ func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if stop || err != nil {
 		return err
 	}
-	log := c.logger(stderr, "recorder")
+	log := c.Logger(stderr, "recorder")
 	if c.MigrateOnly {
 		// ClickHouse may still be starting: openStore waits, bounded by
 		// ctx (and by the Job's deadline).
@@ -117,13 +119,13 @@ func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "schema of %s is at version %d\n", c.ClickHouse.Database, chstore.SchemaVersion())
 		return nil
 	}
-	opts, err := c.kgoOpts()
+	opts, err := c.KgoOpts()
 	if err != nil {
 		return err
 	}
 	k := c.Recorder
-	specs := TopicSpecs(TopicSet{Prefix: c.Prefix, Outcomes: k.Topic}, int32(c.Partitions), int16(c.Replication))
-	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
+	specs := topics.Specs(topics.Set{Prefix: c.Prefix, Outcomes: k.Topic}, int32(c.Partitions), int16(c.Replication))
+	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
 	// /healthz and /metrics answer while the recorder waits for ClickHouse
@@ -132,7 +134,7 @@ func Recorder(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var running atomic.Pointer[recorder.Recorder]
 	ready := func() bool { r := running.Load(); return r != nil && r.Ready() }
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, ready, tel, c.Pprof, log) })
+	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, ready, tel, c.Pprof, log) })
 	g.Go(func() error {
 		store, err := openStore(gctx, c.ClickHouse, c.Migrate, log)
 		if err != nil {

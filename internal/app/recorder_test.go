@@ -24,13 +24,14 @@ import (
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/report"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 // TestRecorderReportBadConfig checks that the recorder and report commands
 // reject bad flag and environment values before connecting to anything,
-// with an app.UsageError naming the flag (and the environment variable when
+// with an service.UsageError naming the flag (and the environment variable when
 // one was used).
 func TestRecorderReportBadConfig(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no", "such", "dir", "r.html")
@@ -103,7 +104,7 @@ func TestRecorderCheckConfig(t *testing.T) {
 // recorder is its own process.
 func TestRecorderReportHelp(t *testing.T) {
 	for _, tt := range []struct {
-		cmd  app.Command
+		cmd  service.Command
 		want string
 	}{{app.Recorder, "never delays a close"}, {app.Report, "--late-threshold"}} {
 		_, stderr, err := run(t, tt.cmd, "--help")

@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/report"
+	"github.com/hourglass/hourglass/internal/service"
 )
 
 const reportUsage = `hourglass report summarizes what happened to the deadlines of a time window,
@@ -65,34 +66,34 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, now
 	fs.DurationVar(&f.bucket, "bucket", "", 0, "bucket of the lateness timeline (default: 1s to 24h, at most 60 buckets)")
 	fs.DurationVar(&f.timeout, "timeout", "", time.Minute, "bound on the queries")
 	f.clickhouse.RegisterFlags(fs)
-	if err := parseArgs(fs, args); err != nil {
+	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
 	from, to, errs := f.window(now)
 	if f.format != report.FormatText && f.format != report.FormatJSON {
-		errs.add("format", "%q: want text or json (HTML goes to --html FILE)", f.format)
+		errs.Add("format", "%q: want text or json (HTML goes to --html FILE)", f.format)
 	}
 	if f.html != "" {
 		if st, err := os.Stat(filepath.Dir(f.html)); err != nil || !st.IsDir() {
-			errs.add("html", "%q: its directory does not exist", f.html)
+			errs.Add("html", "%q: its directory does not exist", f.html)
 		}
 	}
 	if f.lateThreshold < 0 {
-		errs.add("late-threshold", "%v: must not be negative", f.lateThreshold)
+		errs.Add("late-threshold", "%v: must not be negative", f.lateThreshold)
 	}
-	errs.intRange("limit", f.limit, 0, 100_000)
+	errs.IntRange("limit", f.limit, 0, 100_000)
 	if f.bucket < 0 || (f.bucket > 0 && f.bucket < time.Millisecond) {
-		errs.add("bucket", "%v: want 0 (automatic) or at least 1ms", f.bucket)
+		errs.Add("bucket", "%v: want 0 (automatic) or at least 1ms", f.bucket)
 	}
 	if f.bucket > 0 && to.Sub(from)/f.bucket > 10_000 {
-		errs.add("bucket", "%v cuts the window into more than 10000 buckets", f.bucket)
+		errs.Add("bucket", "%v cuts the window into more than 10000 buckets", f.bucket)
 	}
 	if f.timeout <= 0 {
-		errs.add("timeout", "%v: must be positive", f.timeout)
+		errs.Add("timeout", "%v: must be positive", f.timeout)
 	}
 	errs = append(errs, f.clickhouse.Validate()...)
 	if err := fs.Explain(errs); err != nil {
-		return UsageError{err}
+		return service.UsageError{Err: err}
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -131,13 +132,13 @@ func buildReport(ctx context.Context, store *chstore.Store, o report.Options) (*
 }
 
 // window returns the report window from the flags, or the problems.
-func (f *reportFlags) window(now time.Time) (from, to time.Time, errs checks) {
+func (f *reportFlags) window(now time.Time) (from, to time.Time, errs service.Checks) {
 	if f.since != 0 && (f.from != "" || f.to != "") {
-		errs.add("since", "give --since or --from/--to, not both")
+		errs.Add("since", "give --since or --from/--to, not both")
 		return
 	}
 	if f.from == "" && f.to != "" {
-		errs.add("to", "needs --from")
+		errs.Add("to", "needs --from")
 		return
 	}
 	if f.from == "" {
@@ -146,23 +147,23 @@ func (f *reportFlags) window(now time.Time) (from, to time.Time, errs checks) {
 			since = DefaultReportSince
 		}
 		if since < 0 {
-			errs.add("since", "%v: must be positive", since)
+			errs.Add("since", "%v: must be positive", since)
 			return
 		}
 		return now.Add(-since), now, nil
 	}
 	var err error
 	if from, err = parseTime(f.from); err != nil {
-		errs.add("from", "%v", err)
+		errs.Add("from", "%v", err)
 	}
 	to = now
 	if f.to != "" {
 		if to, err = parseTime(f.to); err != nil {
-			errs.add("to", "%v", err)
+			errs.Add("to", "%v", err)
 		}
 	}
 	if len(errs) == 0 && !from.Before(to) {
-		errs.add("to", "%s is not after --from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+		errs.Add("to", "%s is not after --from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
 	}
 	return from, to, errs
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -30,7 +32,7 @@ Flags (each has an environment variable; flags win):
 
 // RouterConfig is the router service's configuration.
 type RouterConfig struct {
-	common
+	service.Common
 	Router router.Config
 	tiers  string
 }
@@ -39,7 +41,7 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 	var c RouterConfig
 	fs := cli.NewFlagSet("router", routerUsage)
 	fs.SetOutput(stderr)
-	c.register(fs, "hourglass-router", "127.0.0.1:8080")
+	c.Register(fs, "hourglass-router", "127.0.0.1:8080")
 	r := &c.Router
 	fs.StringVar(&c.tiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`, one delay topic each")
 	fs.StringVar(&r.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
@@ -49,7 +51,7 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 	fs.StringsVar(&r.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
 		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
 	fs.StringVar(&r.Group, "group", env("group"), router.DefaultGroup, "consumer `group`")
-	instanceID(fs, &r.InstanceID)
+	service.InstanceIDVar(fs, &r.InstanceID)
 	fs.DurationVar(&r.MaxDelay, "max-delay", env("max-delay"), router.DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
 	fs.IntVar(&r.TimerCapacity, "timer-capacity", env("timer-capacity"), router.DefaultTimerCapacity,
 		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
@@ -70,11 +72,11 @@ func parseRouter(args []string, stdout, stderr io.Writer) (*RouterConfig, bool, 
 		"least time between two commits; offsets are committed as produces are acknowledged, so a crash repeats about this much")
 	fs.DurationVar(&r.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), router.DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
 	fs.DurationVar(&r.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), router.DefaultShutdownTimeout, "bound on a graceful stop")
-	stop, err := parse(fs, args, stdout, &c.common, func() checks {
-		var errs checks
-		r.Tiers = errs.tiers("tiers", c.tiers)
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
+		var errs service.Checks
+		r.Tiers = errs.Tiers(c.tiers)
 		r.SessionTimeout = c.SessionTimeout
-		errs.intRange("fetch-partition-bytes", fetchBytes, 1<<10, 1<<30)
+		errs.IntRange("fetch-partition-bytes", fetchBytes, 1<<10, 1<<30)
 		r.FetchPartitionBytes = int32(fetchBytes)
 		if r.Tiers.Len() > 0 {
 			// Only the topic names derive from the prefix; every other
@@ -105,14 +107,14 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if stop || err != nil {
 		return err
 	}
-	log := c.logger(stderr, "router")
-	opts, err := c.kgoOpts()
+	log := c.Logger(stderr, "router")
+	opts, err := c.KgoOpts()
 	if err != nil {
 		return err
 	}
 	r := c.Router
-	specs := TopicSpecs(TopicSet{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter}, int32(c.Partitions), int16(c.Replication))
-	if err := ensureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
+	specs := topics.Specs(topics.Set{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
 	tel := telemetry.New()
@@ -129,7 +131,7 @@ func Router(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(gctx, c.HTTPAddr, rt.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, rt.Ready, tel, c.Pprof, log) })
 	g.Go(func() error { tel.WatchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))

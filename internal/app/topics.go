@@ -7,10 +7,12 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-const topicsUsage = `hourglass topics creates the pipeline's topics, or checks them with --check.
+const topicsUsage = `hourglass topics creates the pipeline's topics, or service.Checks them with --check.
 
 Topics: one delay topic per tier (<prefix>delay.<tier>), the cancel topic
 (<prefix>cancel), the outcomes topic (<prefix>outcomes) and the dead-letter
@@ -23,8 +25,8 @@ Usage: hourglass topics [flags]
 Flags (each has an environment variable; flags win):
 `
 
-// Topics is the `hourglass topics` command.
-func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// TopicsCommand is the `hourglass topics` command.
+func TopicsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		kc          kafka.Config
 		rawTiers    string
@@ -38,30 +40,30 @@ func Topics(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	kc.RegisterFlags(fs, "hourglass-topics")
 	fs.StringVar(&rawTiers, "tiers", env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
 	fs.StringVar(&prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	fs.IntVar(&partitions, "partitions", env("partitions"), DefaultPartitions, "partitions of each topic")
+	fs.IntVar(&partitions, "partitions", env("partitions"), topics.DefaultPartitions, "partitions of each topic")
 	fs.IntVar(&replication, "replication-factor", env("replication-factor"), -1, "replication factor; -1 uses the broker default")
 	fs.BoolVar(&check, "check", "", false, "only check: report missing and different topics, create nothing")
-	if err := parseArgs(fs, args); err != nil {
+	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
-	errs := checks(kc.Validate(fs))
-	table := errs.tiers("tiers", rawTiers)
-	errs.intRange("partitions", partitions, 1, 10_000)
+	errs := service.Checks(kc.Validate(fs))
+	table := errs.Tiers(rawTiers)
+	errs.IntRange("partitions", partitions, 1, 10_000)
 	if replication == 0 || replication < -1 || replication > 32 {
-		errs.add("replication-factor", "%d: want -1 (broker default) or 1 to 32", replication)
+		errs.Add("replication-factor", "%d: want -1 (broker default) or 1 to 32", replication)
 	}
 	if err := fs.Explain(errs); err != nil {
-		return UsageError{err}
+		return service.UsageError{Err: err}
 	}
 	opts, err := kc.Opts()
 	if err != nil {
 		return err
 	}
-	st, err := provision(ctx, opts, TopicSpecs(DefaultTopicSet(prefix, table), int32(partitions), int16(replication)), !check)
+	st, err := topics.Provision(ctx, opts, topics.Specs(topics.Default(prefix, table), int32(partitions), int16(replication)), !check)
 	if err != nil {
 		return err
 	}
-	kafka.FormatStatus(stdout, st)
+	topics.FormatStatus(stdout, st)
 	for _, s := range st {
 		if !s.OK() {
 			return errors.New("some topics are missing or differ from the recommended settings")

@@ -22,11 +22,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/app"
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -58,7 +58,7 @@ type pipe struct {
 
 // newPipe creates the topics of a pipeline with tiers tierList under a
 // prefix unique to this test, each with the given partitions and the
-// settings the services recommend (app.TopicSpecs).
+// settings the services recommend (topics.Specs).
 func newPipe(t testing.TB, name, tierList string, partitions int) *pipe {
 	t.Helper()
 	table, err := tiers.Parse(tierList)
@@ -80,7 +80,7 @@ func newPipe(t testing.TB, name, tierList string, partitions int) *pipe {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, s := range app.TopicSpecs(app.DefaultTopicSet(p.prefix, table), int32(partitions), -1) {
+	for _, s := range topics.Specs(topics.Default(p.prefix, table), int32(partitions), -1) {
 		configs := make(map[string]*string, len(s.Configs))
 		for k, v := range s.Configs {
 			configs[k] = &v

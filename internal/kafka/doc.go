@@ -1,5 +1,4 @@
-// Package kafka connects Hourglass commands to Kafka and provisions the
-// topics they need.
+// Package kafka connects Hourglass commands to Kafka.
 //
 // [Config] is the connection configuration every command shares: seed
 // brokers, client ID, TLS and SASL. [Config.RegisterFlags] adds its flags,
@@ -9,9 +8,6 @@
 // turns it into kgo options. Hourglass builds every kgo client from those
 // options and tests against kfake instead of mocking the client.
 //
-// [EnsureTopics] creates missing topics and checks existing ones against a
-// [TopicSpec] without ever altering them; [FormatStatus] prints the result.
-// Configs are compared only as the broker reports them: kfake (and some
-// Kafka-compatible brokers) do not report every topic config, and a config
-// that is not reported is listed as unverified, never as a mismatch.
+// Topic provisioning is in internal/topics, the one place that knows the
+// pipeline's topic layout.
 package kafka

@@ -1,4 +1,4 @@
-package kafka
+package topics
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ var kfakeTopicDefaults = map[string]string{
 }
 
 // TestKfakeDescribeConfigs measures what kfake answers to DescribeConfigs for
-// a topic, the answer EnsureTopics compares against:
+// a topic, the answer Ensure compares against:
 //   - a topic created without configs: exactly the ten defaults above, each
 //     with source DEFAULT_CONFIG; nothing else (a real Kafka reports every
 //     topic config, e.g. min.compaction.lag.ms);
@@ -103,36 +103,36 @@ func TestKfakeDescribeConfigs(t *testing.T) {
 func TestEnsureTopicsCreateThenExisted(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	specs := []TopicSpec{
+	specs := []Spec{
 		{Name: topicName(t, "a"), Partitions: 6, Replicas: 1, Configs: map[string]string{"retention.ms": "1209600000"}},
 		{Name: topicName(t, "b"), Partitions: 2, Replicas: -1, Configs: map[string]string{"cleanup.policy": "compact,delete"}},
 	}
 
-	st, err := EnsureTopics(ctx, newAdmin(t, nil), specs, true)
+	st, err := Ensure(ctx, newAdmin(t, nil), specs, true)
 	if err != nil {
-		t.Fatalf("first EnsureTopics: %v", err)
+		t.Fatalf("first Ensure: %v", err)
 	}
-	want := []TopicStatus{
+	want := []Status{
 		{Spec: specs[0], Created: true, Partitions: 6},
 		{Spec: specs[1], Created: true, Partitions: 2},
 	}
 	if !reflect.DeepEqual(st, want) {
-		t.Fatalf("first EnsureTopics =\n%+v\nwant\n%+v", st, want)
+		t.Fatalf("first Ensure =\n%+v\nwant\n%+v", st, want)
 	}
 
 	// A second run, as a restarted process would do it: a new client.
 	// The list config is compared as a set.
 	specs[1].Configs["cleanup.policy"] = "delete, compact"
-	st, err = EnsureTopics(ctx, newAdmin(t, nil), specs, true)
+	st, err = Ensure(ctx, newAdmin(t, nil), specs, true)
 	if err != nil {
-		t.Fatalf("second EnsureTopics: %v", err)
+		t.Fatalf("second Ensure: %v", err)
 	}
-	want = []TopicStatus{
+	want = []Status{
 		{Spec: specs[0], Existed: true, Partitions: 6},
 		{Spec: specs[1], Existed: true, Partitions: 2},
 	}
 	if !reflect.DeepEqual(st, want) {
-		t.Fatalf("second EnsureTopics =\n%+v\nwant\n%+v", st, want)
+		t.Fatalf("second Ensure =\n%+v\nwant\n%+v", st, want)
 	}
 	for _, s := range st {
 		if !s.OK() {
@@ -141,7 +141,7 @@ func TestEnsureTopicsCreateThenExisted(t *testing.T) {
 	}
 }
 
-// TestEnsureTopicsSecondRunSameClient proves EnsureTopics does not answer
+// TestEnsureTopicsSecondRunSameClient proves Ensure does not answer
 // from kgo's metadata cache, which would still hold "unknown topic" from the
 // first run: the second run on the same client must see the topic and send
 // no CreateTopics at all.
@@ -160,12 +160,12 @@ func TestEnsureTopicsSecondRunSameClient(t *testing.T) {
 	})
 
 	ctx, adm := testCtx(t), newAdmin(t, c)
-	specs := []TopicSpec{{Name: topicName(t, "a"), Partitions: 3, Replicas: -1}}
+	specs := []Spec{{Name: topicName(t, "a"), Partitions: 3, Replicas: -1}}
 	for i, want := range []struct {
 		state   string
 		creates int32
 	}{{"created", 1}, {"exists", 1}} {
-		st, err := EnsureTopics(ctx, adm, specs, true)
+		st, err := Ensure(ctx, adm, specs, true)
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
@@ -185,17 +185,17 @@ func TestEnsureTopicsMismatchNotAltered(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, -1, map[string]*string{"retention.ms": kadm.StringPtr("604800000")}, name); err != nil {
 		t.Fatalf("pre-create %s: %v", name, err)
 	}
-	spec := TopicSpec{Name: name, Partitions: 6, Replicas: -1, Configs: map[string]string{
+	spec := Spec{Name: name, Partitions: 6, Replicas: -1, Configs: map[string]string{
 		"retention.ms":     "1209600000",
 		"cleanup.policy":   "delete",   // kfake default: reported, matches
 		"min.cleanable.dr": "0.5",      // not reported by kfake: unknown
 		"compression.type": "producer", // kfake default: reported, matches
 	}}
-	st, err := EnsureTopics(ctx, adm, []TopicSpec{spec}, true)
+	st, err := Ensure(ctx, adm, []Spec{spec}, true)
 	if err != nil {
-		t.Fatalf("EnsureTopics: %v", err)
+		t.Fatalf("Ensure: %v", err)
 	}
-	want := []TopicStatus{{
+	want := []Status{{
 		Spec:       spec,
 		Existed:    true,
 		Partitions: 3,
@@ -206,7 +206,7 @@ func TestEnsureTopicsMismatchNotAltered(t *testing.T) {
 		Unverified: []string{"min.cleanable.dr"},
 	}}
 	if !reflect.DeepEqual(st, want) {
-		t.Fatalf("EnsureTopics =\n%+v\nwant\n%+v", st, want)
+		t.Fatalf("Ensure =\n%+v\nwant\n%+v", st, want)
 	}
 	if st[0].OK() {
 		t.Error("OK() = true for a mismatched topic")
@@ -218,7 +218,7 @@ func TestEnsureTopicsMismatchNotAltered(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(details[name].Partitions); n != 3 {
-		t.Errorf("partitions after EnsureTopics = %d, want 3 (unaltered)", n)
+		t.Errorf("partitions after Ensure = %d, want 3 (unaltered)", n)
 	}
 	rc, err := adm.DescribeTopicConfigs(ctx, name)
 	if err != nil {
@@ -226,7 +226,7 @@ func TestEnsureTopicsMismatchNotAltered(t *testing.T) {
 	}
 	for _, c := range rc[0].Configs {
 		if c.Key == "retention.ms" && c.MaybeValue() != "604800000" {
-			t.Errorf("retention.ms after EnsureTopics = %q, want 604800000 (unaltered)", c.MaybeValue())
+			t.Errorf("retention.ms after Ensure = %q, want 604800000 (unaltered)", c.MaybeValue())
 		}
 	}
 }
@@ -238,7 +238,7 @@ func TestEnsureTopicsReplicasMismatch(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil {
 		t.Fatal(err)
 	}
-	st, err := EnsureTopics(ctx, adm, []TopicSpec{{Name: name, Partitions: 1, Replicas: 3}}, false)
+	st, err := Ensure(ctx, adm, []Spec{{Name: name, Partitions: 1, Replicas: 3}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,20 +254,20 @@ func TestEnsureTopicsCheckOnly(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 2, -1, nil, present); err != nil {
 		t.Fatal(err)
 	}
-	specs := []TopicSpec{
+	specs := []Spec{
 		{Name: missing, Partitions: 4, Replicas: -1},
 		{Name: present, Partitions: 2, Replicas: -1},
 	}
-	st, err := EnsureTopics(ctx, adm, specs, false)
+	st, err := Ensure(ctx, adm, specs, false)
 	if err != nil {
-		t.Fatalf("EnsureTopics: %v", err)
+		t.Fatalf("Ensure: %v", err)
 	}
-	want := []TopicStatus{
+	want := []Status{
 		{Spec: specs[0]},
 		{Spec: specs[1], Existed: true, Partitions: 2},
 	}
 	if !reflect.DeepEqual(st, want) {
-		t.Fatalf("EnsureTopics =\n%+v\nwant\n%+v", st, want)
+		t.Fatalf("Ensure =\n%+v\nwant\n%+v", st, want)
 	}
 	if st[0].State() != "missing" || st[0].OK() {
 		t.Errorf("missing topic: State %q OK %v", st[0].State(), st[0].OK())
@@ -277,11 +277,11 @@ func TestEnsureTopicsCheckOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	if details[missing].Err == nil {
-		t.Errorf("check-only EnsureTopics created %s", missing)
+		t.Errorf("check-only Ensure created %s", missing)
 	}
 }
 
-// TestEnsureTopicsConcurrent runs EnsureTopics from two goroutines with two
+// TestEnsureTopicsConcurrent runs Ensure from two goroutines with two
 // clients, as two processes starting at once would. A control function holds
 // the first metadata request naming the topics until the second arrives, so
 // both runs see the topics missing and both try to create them: one create of
@@ -294,7 +294,7 @@ func TestEnsureTopicsConcurrent(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 
-	specs := []TopicSpec{
+	specs := []Spec{
 		{Name: topicName(t, "a"), Partitions: 3, Replicas: -1, Configs: map[string]string{"retention.ms": "60000"}},
 		{Name: topicName(t, "b"), Partitions: 1, Replicas: -1},
 	}
@@ -339,12 +339,12 @@ func TestEnsureTopicsConcurrent(t *testing.T) {
 	ctx := testCtx(t)
 	var (
 		wg   sync.WaitGroup
-		sts  [2][]TopicStatus
+		sts  [2][]Status
 		errs [2]error
 	)
 	for i := range 2 {
 		adm := newAdmin(t, c)
-		wg.Go(func() { sts[i], errs[i] = EnsureTopics(ctx, adm, specs, true) })
+		wg.Go(func() { sts[i], errs[i] = Ensure(ctx, adm, specs, true) })
 	}
 	wg.Wait()
 	mu.Lock()
@@ -354,7 +354,7 @@ func TestEnsureTopicsConcurrent(t *testing.T) {
 	mu.Unlock()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("EnsureTopics %d: %v", i, err)
+			t.Fatalf("Ensure %d: %v", i, err)
 		}
 	}
 	for j, spec := range specs {
@@ -377,21 +377,21 @@ func TestEnsureTopicsConcurrent(t *testing.T) {
 	}
 }
 
-// TestEnsureTopicsConcurrentUnsynchronised runs several EnsureTopics at once
+// TestEnsureTopicsConcurrentUnsynchronised runs several Ensure at once
 // on the shared cluster without forcing any interleaving.
 func TestEnsureTopicsConcurrentUnsynchronised(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	specs := []TopicSpec{{Name: topicName(t, "a"), Partitions: 2, Replicas: -1}}
+	specs := []Spec{{Name: topicName(t, "a"), Partitions: 2, Replicas: -1}}
 	const runs = 4
 	var (
 		wg   sync.WaitGroup
-		sts  [runs][]TopicStatus
+		sts  [runs][]Status
 		errs [runs]error
 	)
 	for i := range runs {
 		adm := newAdmin(t, nil)
-		wg.Go(func() { sts[i], errs[i] = EnsureTopics(ctx, adm, specs, true) })
+		wg.Go(func() { sts[i], errs[i] = Ensure(ctx, adm, specs, true) })
 	}
 	wg.Wait()
 	created := 0
@@ -415,20 +415,20 @@ func TestEnsureTopicsBadSpecs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		specs []TopicSpec
+		specs []Spec
 		want  []string
 	}{
-		{"empty name", []TopicSpec{{Partitions: 1, Replicas: 1}}, []string{"empty name"}},
-		{"duplicate", []TopicSpec{{Name: "x", Partitions: 1, Replicas: 1}, {Name: "x", Partitions: 1, Replicas: 1}}, []string{"topic x: listed twice"}},
-		{"zero partitions", []TopicSpec{{Name: "x", Replicas: 1}}, []string{"topic x: partitions 0"}},
-		{"bad replicas", []TopicSpec{{Name: "x", Partitions: 1, Replicas: -2}}, []string{"topic x: replicas -2"}},
-		{"all reported", []TopicSpec{{Name: "x"}}, []string{"partitions 0", "replicas 0"}},
+		{"empty name", []Spec{{Partitions: 1, Replicas: 1}}, []string{"empty name"}},
+		{"duplicate", []Spec{{Name: "x", Partitions: 1, Replicas: 1}, {Name: "x", Partitions: 1, Replicas: 1}}, []string{"topic x: listed twice"}},
+		{"zero partitions", []Spec{{Name: "x", Replicas: 1}}, []string{"topic x: partitions 0"}},
+		{"bad replicas", []Spec{{Name: "x", Partitions: 1, Replicas: -2}}, []string{"topic x: replicas -2"}},
+		{"all reported", []Spec{{Name: "x"}}, []string{"partitions 0", "replicas 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			// A nil client proves no request is made.
-			_, err := EnsureTopics(context.Background(), nil, tt.specs, true)
+			_, err := Ensure(context.Background(), nil, tt.specs, true)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -443,20 +443,20 @@ func TestEnsureTopicsBadSpecs(t *testing.T) {
 
 func TestEnsureTopicsNone(t *testing.T) {
 	t.Parallel()
-	st, err := EnsureTopics(context.Background(), nil, nil, true)
+	st, err := Ensure(context.Background(), nil, nil, true)
 	if err != nil || len(st) != 0 {
-		t.Errorf("EnsureTopics(no specs) = %v, %v; want empty, nil", st, err)
+		t.Errorf("Ensure(no specs) = %v, %v; want empty, nil", st, err)
 	}
 }
 
 func TestFormatStatus(t *testing.T) {
 	t.Parallel()
-	st := []TopicStatus{
-		{Spec: TopicSpec{Name: "hourglass.delay.1m", Partitions: 6}, Created: true, Partitions: 6},
-		{Spec: TopicSpec{Name: "hourglass.cancel", Partitions: 6}, Existed: true, Partitions: 3,
+	st := []Status{
+		{Spec: Spec{Name: "hourglass.delay.1m", Partitions: 6}, Created: true, Partitions: 6},
+		{Spec: Spec{Name: "hourglass.cancel", Partitions: 6}, Existed: true, Partitions: 3,
 			Mismatches: []string{"partitions: have 3, want 6", `retention.ms: have "1", want "2"`},
 			Unverified: []string{"min.compaction.lag.ms"}},
-		{Spec: TopicSpec{Name: "hourglass.dlq", Partitions: 1}},
+		{Spec: Spec{Name: "hourglass.dlq", Partitions: 1}},
 	}
 	var out bytes.Buffer
 	FormatStatus(&out, st)

@@ -1,4 +1,4 @@
-package kafka
+package topics
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// TopicSpec is a topic Hourglass needs.
-type TopicSpec struct {
+// Spec is a topic Hourglass needs.
+type Spec struct {
 	// Name is the topic name; required.
 	Name string
 	// Partitions is the partition count to create the topic with; -1 uses
@@ -31,10 +31,10 @@ type TopicSpec struct {
 	Configs map[string]string
 }
 
-// TopicStatus is what EnsureTopics found or did for one topic.
-type TopicStatus struct {
+// Status is what Ensure found or did for one topic.
+type Status struct {
 	// Spec is the spec this status answers.
-	Spec TopicSpec
+	Spec Spec
 	// Created is true if this call created the topic.
 	Created bool
 	// Existed is true if the topic was already there, including when
@@ -55,7 +55,7 @@ type TopicStatus struct {
 }
 
 // State returns "created", "exists" or "missing".
-func (s TopicStatus) State() string {
+func (s Status) State() string {
 	switch {
 	case s.Created:
 		return "created"
@@ -68,11 +68,11 @@ func (s TopicStatus) State() string {
 
 // OK reports whether the topic is there (created or existed) and matches its
 // spec in everything the broker reported.
-func (s TopicStatus) OK() bool {
+func (s Status) OK() bool {
 	return (s.Created || s.Existed) && len(s.Mismatches) == 0
 }
 
-// describeRetries bounds how often EnsureTopics asks again about a topic that
+// describeRetries bounds how often Ensure asks again about a topic that
 // another process has just created but that the broker we ask does not know
 // yet (metadata propagates between Kafka brokers asynchronously).
 const (
@@ -81,7 +81,7 @@ const (
 	describeMaxBackoff   = 2 * time.Second
 )
 
-// EnsureTopics creates the missing topics and describes the existing ones,
+// Ensure creates the missing topics and describes the existing ones,
 // comparing partitions and the listed configs. It never alters an existing
 // topic. When create is false it only checks (missing topics are reported,
 // not created). A topic-already-exists answer to a create (two processes
@@ -100,11 +100,11 @@ const (
 // mismatch. A sensitive config, reported without a value, is treated the
 // same way. Values are compared after trimming spaces, and comma-separated
 // lists (cleanup.policy=compact,delete) as sets.
-func EnsureTopics(ctx context.Context, adm *kadm.Client, specs []TopicSpec, create bool) ([]TopicStatus, error) {
+func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, create bool) ([]Status, error) {
 	if err := checkSpecs(specs); err != nil {
 		return nil, err
 	}
-	st := make([]TopicStatus, len(specs))
+	st := make([]Status, len(specs))
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		st[i].Spec = s
@@ -177,7 +177,7 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, specs []TopicSpec, crea
 	return st, nil
 }
 
-func checkSpecs(specs []TopicSpec) error {
+func checkSpecs(specs []Spec) error {
 	seen := make(map[string]bool, len(specs))
 	var errs []error
 	for _, s := range specs {
@@ -204,7 +204,7 @@ func checkSpecs(specs []TopicSpec) error {
 //
 // kadm's ListTopics normally answers from kgo's metadata cache, which keeps
 // each topic's answer, "unknown topic" included, for MetadataMinAge (5s by
-// default) and is not invalidated by CreateTopics. A second EnsureTopics on
+// default) and is not invalidated by CreateTopics. A second Ensure on
 // the same client, or the re-describe after a create race, would then see a
 // topic that exists as missing. A context from kadm.WithAuthorizedOps makes
 // kadm send the metadata request instead (measured in
@@ -222,7 +222,7 @@ func listTopics(ctx context.Context, adm *kadm.Client, names []string) (kadm.Top
 // while we were creating them, into details. A broker may not know such a
 // topic for a moment, so an unknown topic is asked about again, with
 // backoff, a bounded number of times.
-func describeRaced(ctx context.Context, adm *kadm.Client, specs []TopicSpec, raced []int, details kadm.TopicDetails) error {
+func describeRaced(ctx context.Context, adm *kadm.Client, specs []Spec, raced []int, details kadm.TopicDetails) error {
 	names := make([]string, len(raced))
 	for j, i := range raced {
 		names[j] = specs[i].Name
@@ -249,7 +249,7 @@ func describeRaced(ctx context.Context, adm *kadm.Client, specs []TopicSpec, rac
 
 // describeConfigs returns the configs the broker reports for the topics at
 // idxs, by topic name.
-func describeConfigs(ctx context.Context, adm *kadm.Client, specs []TopicSpec, idxs []int) (map[string][]kadm.Config, error) {
+func describeConfigs(ctx context.Context, adm *kadm.Client, specs []Spec, idxs []int) (map[string][]kadm.Config, error) {
 	out := make(map[string][]kadm.Config, len(idxs))
 	names := make([]string, 0, len(idxs))
 	for _, i := range idxs {
@@ -316,7 +316,7 @@ func retryUnknown(ctx context.Context, fn func() (unknown []string, err error)) 
 
 // compare fills the partition count, mismatches and unverified configs of an
 // existing topic.
-func compare(s *TopicStatus, d kadm.TopicDetail, configs []kadm.Config) {
+func compare(s *Status, d kadm.TopicDetail, configs []kadm.Config) {
 	spec := s.Spec
 	s.Partitions = int32(len(d.Partitions))
 	if spec.Partitions > 0 && s.Partitions != spec.Partitions {
@@ -399,7 +399,7 @@ func errMessage(m string) string {
 // The partitions column shows what the topic has, or "-" for a missing
 // topic; the last column lists the mismatches, then the configs the broker
 // did not report, or "-" when there is nothing to say.
-func FormatStatus(w io.Writer, st []TopicStatus) {
+func FormatStatus(w io.Writer, st []Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tSTATE\tPARTITIONS\tPROBLEMS")
 	for _, s := range st {

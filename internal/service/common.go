@@ -1,0 +1,122 @@
+package service
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/internal/topics"
+)
+
+// DefaultSessionTimeout is the default of --session-timeout (see
+// kafka.DefaultSessionTimeout).
+const DefaultSessionTimeout = kafka.DefaultSessionTimeout
+
+// Common are the flags every service has.
+type Common struct {
+	// Kafka is the connection (--brokers, --tls-*, --sasl-*).
+	Kafka kafka.Config
+	// HTTPAddr is the address of ServeHTTP (--http-addr); empty: none.
+	HTTPAddr string
+	// LogLevel is debug, info, warn or error (--log-level); default info.
+	LogLevel string
+	// LogFormat is text or json (--log-format); default text.
+	LogFormat string
+	// CheckConfig validates, prints the configuration and exits
+	// (--check-config).
+	CheckConfig bool
+	// CreateTopics creates missing topics at start (--create-topics);
+	// default true.
+	CreateTopics bool
+	// Partitions of the topics created at start (--partitions); default
+	// topics.DefaultPartitions.
+	Partitions int
+	// Replication of the topics created at start (--replication-factor);
+	// default -1, the broker's.
+	Replication int
+	// SessionTimeout is the consumer group session timeout
+	// (--session-timeout); default DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// Pprof serves Go's profiles on HTTPAddr (--pprof).
+	Pprof bool
+	// LagInterval is how often the consumer lag gauge is refreshed
+	// (--lag-interval); default telemetry.DefaultLagInterval.
+	LagInterval time.Duration
+}
+
+// env is the environment variable of a flag.
+var env = cli.Env
+
+// Register registers the common flags on fs with their defaults: name is the
+// default Kafka client ID, httpAddr the default of --http-addr.
+func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
+	c.Kafka.RegisterFlags(fs, name)
+	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
+		"`address` of the HTTP server for /healthz, /readyz and /metrics (loopback by default; :port listens on every interface); empty disables it")
+	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", env("log-format"), "text", "log `format`: text or json")
+	fs.BoolVar(&c.CheckConfig, "check-config", env("check-config"), false,
+		"validate the configuration, print it and exit (0 valid, 2 invalid)")
+	fs.BoolVar(&c.CreateTopics, "create-topics", env("create-topics"), true,
+		"create missing topics at start (existing topics are never altered; differences are logged)")
+	fs.IntVar(&c.Partitions, "partitions", env("partitions"), topics.DefaultPartitions,
+		"partitions of topics created at start")
+	fs.IntVar(&c.Replication, "replication-factor", env("replication-factor"), -1,
+		"replication factor of topics created at start; -1 uses the broker default")
+	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
+	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), telemetry.DefaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
+		"consumer group session timeout: how long the partitions of an instance that died (and was not restarted) wait for another")
+}
+
+// Validate reports every problem with the common flags.
+func (c *Common) Validate(fs *cli.FlagSet) Checks {
+	errs := Checks(c.Kafka.Validate(fs))
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs.Add("http-addr", "%q: want host:port or :port", c.HTTPAddr)
+		}
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		errs.Add("log-level", "%v", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs.Add("log-format", "%q: want text or json", c.LogFormat)
+	}
+	errs.IntRange("partitions", c.Partitions, 1, 10_000)
+	errs.Replication("replication-factor", c.Replication)
+	if c.LagInterval < 100*time.Millisecond {
+		errs.Add("lag-interval", "%v: want at least 100ms", c.LagInterval)
+	}
+	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
+		errs.Add("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
+	}
+	return errs
+}
+
+// KgoOpts returns the connection options.
+func (c *Common) KgoOpts() ([]kgo.Opt, error) { return c.Kafka.Opts() }
+
+// Specs returns the specs of set with the partitions and replication of the
+// flags.
+func (c *Common) Specs(set topics.Set) []topics.Spec {
+	return topics.Specs(set, int32(c.Partitions), int16(c.Replication))
+}
+
+// Logger returns the logger of the --log-level and --log-format flags,
+// writing to w, with service=name on every line.
+func (c *Common) Logger(w io.Writer, name string) *slog.Logger {
+	level, _ := ParseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h).With("service", name)
+}

@@ -1,0 +1,12 @@
+// Package service holds what every Hourglass command shares: [Main] and its
+// exit codes (0 after a clean stop or --help, 2 for a [UsageError], 1 for
+// any other error), [Common], the flags of the services (Kafka connection,
+// logging, the HTTP address, --check-config, topic creation, session
+// timeout), the logger, [ServeHTTP] (/healthz, /readyz, /metrics and,
+// with --pprof, Go's profiles), [Parse] with its --check-config handling,
+// [Checks] for validation messages that name their flag, --instance-id and
+// signing key files.
+//
+// It links no command: each command is its own package under
+// internal/cmd, so that a binary carries only the commands it runs.
+package service

@@ -1,0 +1,87 @@
+package topics
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// DefaultPartitions is the partition count of the topics a command creates,
+// the default of --partitions.
+const DefaultPartitions = 6
+
+// Topic retentions of Specs.
+const (
+	defaultRetention    = 7 * 24 * time.Hour
+	deadLetterRetention = 30 * 24 * time.Hour
+)
+
+// Set names the topics a command needs; empty names are left out.
+type Set struct {
+	// Prefix is the prefix of the delay topics' names.
+	Prefix string
+	// Tiers are the delay tiers: one delay topic each. Empty: none.
+	Tiers tiers.Table
+	// Targets are the topics due records go to.
+	Targets []string
+	// Outcomes is the outcomes topic.
+	Outcomes string
+	// DeadLetter is the dead-letter topic.
+	DeadLetter string
+}
+
+// Default is every topic of a pipeline with the default names for prefix:
+// the delay topics, cancel, outcomes and dlq.
+func Default(prefix string, table tiers.Table) Set {
+	return Set{Prefix: prefix, Tiers: table, Targets: []string{tiers.CancelTopic(prefix)},
+		Outcomes: tiers.OutcomesTopic(prefix), DeadLetter: tiers.DeadLetterTopic(prefix)}
+}
+
+// Specs returns every topic of the set with the recommended settings:
+// delay topics keep records 7 days or ten times the tier, whichever is
+// longer; target and outcome topics 7 days; the dead-letter topic 30 days.
+func Specs(set Set, partitions int32, replicas int16) []Spec {
+	var specs []Spec
+	seen := map[string]bool{}
+	add := func(name string, retention time.Duration) {
+		if name == "" || seen[name] {
+			return
+		}
+		seen[name] = true
+		specs = append(specs, Spec{Name: name, Partitions: partitions, Replicas: replicas,
+			Configs: map[string]string{"retention.ms": fmt.Sprint(retention.Milliseconds()), "cleanup.policy": "delete"}})
+	}
+	for _, d := range set.Tiers.Durations() {
+		add(tiers.Topic(set.Prefix, d), max(defaultRetention, 10*d))
+	}
+	add(set.DeadLetter, deadLetterRetention)
+	for _, t := range set.Targets {
+		add(t, defaultRetention)
+	}
+	add(set.Outcomes, defaultRetention)
+	return specs
+}
+
+// FlagTiers is the flag of the tier table. Its environment variable,
+// HOURGLASS_TIERS, is the same for every command, so that one setting gives
+// the router and the canceller the same tiers.
+const FlagTiers = "tiers"
+
+// TiersVar registers --tiers (HOURGLASS_TIERS) on fs, storing the raw list
+// in p with default def; usage says what the command does with the tiers.
+// Parse the list with [ParseTiers] when validating, so that a bad list is
+// reported together with every other problem.
+func TiersVar(fs *cli.FlagSet, p *string, def, usage string) {
+	fs.StringVar(p, FlagTiers, cli.Env(FlagTiers), def, usage)
+}
+
+// ParseTiers parses the value of --tiers; its error names the flag.
+func ParseTiers(raw string) (tiers.Table, error) {
+	t, err := tiers.Parse(raw)
+	if err != nil {
+		return t, cli.Errorf(FlagTiers, "%v", err)
+	}
+	return t, nil
+}
