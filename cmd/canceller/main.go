@@ -1,6 +1,9 @@
 // Command canceller closes due Hourglass tasks. See `canceller --help`.
 package main
 
-import "github.com/hourglass/hourglass/internal/app"
+import (
+	"github.com/hourglass/hourglass/internal/cmd/cancellercmd"
+	"github.com/hourglass/hourglass/internal/service"
+)
 
-func main() { app.Main("canceller", app.Canceller) }
+func main() { service.Main("canceller", cancellercmd.Run) }

@@ -2,6 +2,9 @@
 // router and canceller services. See `hourglass --help`.
 package main
 
-import "github.com/hourglass/hourglass/internal/app"
+import (
+	"github.com/hourglass/hourglass/internal/cmd/hourglasscmd"
+	"github.com/hourglass/hourglass/internal/service"
+)
 
-func main() { app.Main("hourglass", app.Hourglass) }
+func main() { service.Main("hourglass", hourglasscmd.Run) }

@@ -2,6 +2,9 @@
 // See `router --help`.
 package main
 
-import "github.com/hourglass/hourglass/internal/app"
+import (
+	"github.com/hourglass/hourglass/internal/cmd/routercmd"
+	"github.com/hourglass/hourglass/internal/service"
+)
 
-func main() { app.Main("router", app.Router) }
+func main() { service.Main("router", routercmd.Run) }

@@ -8,7 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/hourglass/hourglass/internal/app"
+	"github.com/hourglass/hourglass/internal/cmd/hourglasscmd"
+	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 )
 
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 			io.Copy(io.Discard, os.Stdin)
 			os.Exit(3)
 		}()
-		app.Main("hourglass", app.Hourglass) // exits
+		service.Main("hourglass", hourglasscmd.Run) // exits
 		return
 	}
 	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c }, kfake.GroupMinSessionTimeout(groupMinSession))

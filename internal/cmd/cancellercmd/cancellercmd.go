@@ -1,0 +1,168 @@
+package cancellercmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/closer/closerfile"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/telemetry"
+	"github.com/hourglass/hourglass/internal/topics"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const cancellerUsage = `canceller closes due Hourglass tasks.
+
+It consumes the cancel topic as a consumer group and closes each task through
+the closer of its kind, from the --closers file (sql, http, kafka or log; see
+the README). Up to --max-in-flight closes run at once, never two of the same
+task id, within --rate-limit. A failed close is rescheduled through the delay
+tiers with backoff; after --max-attempts, or on a permanent error, the task
+goes to the dead-letter topic. Every attempt produces an outcome event, and a
+record is committed only when its close and its events are durable.
+
+Usage: canceller [flags]
+
+Flags (each has an environment variable; flags win):
+`
+
+// Config is the canceller service's configuration.
+type Config struct {
+	service.Common
+	Canceller canceller.Config
+	// ClosersFile is the closers file (--closers); empty logs every task
+	// instead of closing it.
+	ClosersFile string
+	// Closers is the loaded ClosersFile.
+	Closers closerfile.File
+	// OutcomesKeyFile holds the key that signs outcome events
+	// (--outcomes-key-file); empty: unsigned.
+	OutcomesKeyFile string
+	tiers           string
+}
+
+func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
+	var c Config
+	fs := cli.NewFlagSet("canceller", cancellerUsage)
+	fs.SetOutput(stderr)
+	c.Register(fs, "hourglass-canceller", "127.0.0.1:8081")
+	k := &c.Canceller
+	fs.StringVar(&k.Prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.StringsVar(&k.Topics, "topics", cli.Env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
+	fs.StringVar(&k.Outcomes, "outcomes-topic", cli.Env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
+	fs.StringVar(&k.DeadLetter, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&k.Group, "group", cli.Env("group"), canceller.DefaultGroup, "consumer `group`")
+	service.InstanceIDVar(fs, &k.InstanceID)
+	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
+		"`file` holding the key that signs outcome events (at least 16 bytes; give the recorder the same); default: unsigned")
+	fs.StringVar(&k.DefaultKind, "default-kind", cli.Env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
+	fs.StringVar(&c.ClosersFile, "closers", cli.Env("closers"), "", "closers `file` (YAML): the closer of each task kind; without it tasks are only logged")
+	fs.DurationVar(&k.CloseTimeout, "close-timeout", cli.Env("close-timeout"), canceller.DefaultCloseTimeout, "bound on one close")
+	fs.IntVar(&k.MaxPollRecords, "max-poll-records", cli.Env("max-poll-records"), canceller.DefaultMaxPollRecords, "records taken per poll")
+	fs.DurationVar(&k.CommitInterval, "commit-interval", cli.Env("commit-interval"), canceller.DefaultCommitInterval,
+		"least time between two commits; offsets are committed as closes finish, so a crash repeats about this much")
+	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", cli.Env("shutdown-timeout"), canceller.DefaultShutdownTimeout, "bound on a graceful stop")
+	fs.StringVar(&k.Instance, "instance", cli.Env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
+	fs.StringVar(&c.tiers, "tiers", cli.Env("tiers"), tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
+	fs.IntVar(&k.MaxInFlight, "max-in-flight", cli.Env("max-in-flight"), canceller.DefaultMaxInFlight, "records closing or waiting at once; one task id never closes twice at once")
+	fs.Float64Var(&k.RateLimit, "rate-limit", cli.Env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
+	fs.IntVar(&k.RateBurst, "rate-burst", cli.Env("rate-burst"), canceller.DefaultRateBurst, "closes allowed at once above --rate-limit")
+	fs.IntVar(&k.MaxAttempts, "max-attempts", cli.Env("max-attempts"), canceller.DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
+	fs.DurationVar(&k.RetryBackoff, "retry-backoff", cli.Env("retry-backoff"), canceller.DefaultRetryBackoff, "wait before the second attempt; doubles per attempt, half of it random")
+	fs.DurationVar(&k.RetryBackoffMax, "retry-backoff-max", cli.Env("retry-backoff-max"), canceller.DefaultRetryBackoffMax, "longest wait between attempts")
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
+		var errs service.Checks
+		if c.ClosersFile != "" {
+			f, err := closerfile.Load(c.ClosersFile)
+			if err != nil {
+				errs.Add("closers", "%v", err)
+			}
+			c.Closers = f
+		}
+		k.Tiers = errs.Tiers(c.tiers)
+		k.SessionTimeout = c.SessionTimeout
+		key, err := service.ReadKey(c.OutcomesKeyFile)
+		if err != nil {
+			errs.Add("outcomes-key-file", "%v", err)
+		}
+		k.OutcomesKey = key
+		// Only the topic names derive from the prefix; a zero anywhere else
+		// is the user's and is reported rather than replaced.
+		if len(k.Topics) == 0 {
+			k.Topics = []string{tiers.CancelTopic(k.Prefix)}
+		}
+		if k.Outcomes == "" {
+			k.Outcomes = tiers.OutcomesTopic(k.Prefix)
+		}
+		if k.DeadLetter == "" {
+			k.DeadLetter = tiers.DeadLetterTopic(k.Prefix)
+		}
+		return append(errs, k.Validate()...)
+	})
+	return &c, stop, err
+}
+
+// Run is the canceller service command.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, stop, err := parse(args, stdout, stderr)
+	if stop || err != nil {
+		return err
+	}
+	log := c.Logger(stderr, "canceller")
+	opts, err := c.KgoOpts()
+	if err != nil {
+		return err
+	}
+	k := c.Canceller
+	// The delay topics too: failed closes are rescheduled through them.
+	specs := topics.Specs(topics.Set{Prefix: k.Prefix, Tiers: k.Tiers, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
+		return err
+	}
+	co := canceller.Options{Logger: log}
+	if c.ClosersFile == "" {
+		log.Warn("no --closers file: every task is logged, not closed")
+	} else {
+		cs, err := c.Closers.Open(ctx, opts, log)
+		if err != nil {
+			return fmt.Errorf("--closers %s: %w", c.ClosersFile, err)
+		}
+		// After the canceller's last close (Run has returned).
+		defer func() {
+			if err := cs.Stop(); err != nil {
+				log.Warn("stopping closers", "err", err)
+			}
+		}()
+		co.Routes = cs.Routes
+	}
+	tel := telemetry.New()
+	co.Kafka, co.Hooks, co.Registerer = opts, []kgo.Hook{tel.Hook()}, tel
+	cn, err := canceller.New(k, co)
+	if err != nil {
+		return err
+	}
+	kinds := make([]string, 0, len(c.Closers.Closers))
+	for _, kind := range c.Closers.Kinds() {
+		kinds = append(kinds, kind+"="+c.Closers.Closers[kind].Type())
+	}
+	log.Info("canceller starting", "topics", k.Topics, "closers", kinds, "outcomes", k.Outcomes, "signed", len(k.OutcomesKey) > 0, "group", k.Group,
+		"instance_id", k.InstanceID, "session_timeout", k.SessionTimeout, "max_in_flight", k.MaxInFlight, "rate_limit", k.RateLimit)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := cn.Run(gctx); err != nil {
+			return fmt.Errorf("canceller: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, cn.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { tel.WatchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
+	err = g.Wait()
+	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))
+	return err
+}

@@ -1,0 +1,407 @@
+package democmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hourglass/hourglass/internal/canceller"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/cmd/embedded"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const demoUsage = `hourglass demo runs a complete Hourglass pipeline on this machine, with
+nothing else installed: an embedded Kafka broker (kfake) on 127.0.0.1, the
+topics, a router, a canceller with an in-memory order store, and a demo order
+source that schedules orders with delays of a few seconds and pays some of
+them before their deadline. It prints progress every second and a summary.
+
+With --serve the pipeline keeps running after the demo, as a local broker
+for your own producers, until Ctrl-C.
+
+With --store-addr the in-memory order store is served over HTTP on loopback,
+so that a load test can pay its orders before their deadline:
+
+  PUT  /orders/{id}      body "unpaid" or "paid": sets the order's state (204)
+  POST /orders/{id}/pay  pays an unpaid order (204); 409 with the state when
+                         it is not unpaid (CLOSED: the close won), 404 when unknown
+  GET  /orders/{id}      the order's state (200), 404 when unknown
+
+Orders the store does not know are closed when due.
+
+Usage: hourglass demo [flags]
+
+Flags:
+`
+
+type demoConfig struct {
+	listen     string
+	port       int
+	tiers      tiers.Table
+	orders     int
+	rate       float64
+	minDelay   time.Duration
+	maxDelay   time.Duration
+	paid       float64
+	serve      bool
+	partitions int
+	logLevel   string
+	storeAddr  string
+}
+
+func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
+	var (
+		c        demoConfig
+		rawTiers string
+	)
+	fs := cli.NewFlagSet("demo", demoUsage)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", "", "127.0.0.1:9092", "`address` of the embedded broker (loopback only; port 0 picks a free one)")
+	fs.StringVar(&rawTiers, "tiers", "", "1s,2s,5s,10s", "delay tiers")
+	fs.IntVar(&c.orders, "orders", "", 300, "demo orders to schedule (0: none, with --serve)")
+	var rate int
+	fs.IntVar(&rate, "rate", "", 50, "demo orders scheduled per second")
+	fs.DurationVar(&c.minDelay, "min-delay", "", 500*time.Millisecond, "shortest demo delay (below the smallest tier, it waits in the router's timer)")
+	fs.DurationVar(&c.maxDelay, "max-delay", "", 25*time.Second, "longest demo delay (beyond the largest tier, it hops)")
+	var paidPct int
+	fs.IntVar(&paidPct, "paid-percent", "", 20, "percentage of demo orders paid before their deadline")
+	fs.BoolVar(&c.serve, "serve", "", false, "keep the pipeline running after the demo, until Ctrl-C")
+	fs.IntVar(&c.partitions, "partitions", "", 3, "partitions per topic")
+	fs.StringVar(&c.logLevel, "log-level", "", "warn", "log `level` of the router and canceller")
+	fs.StringVar(&c.storeAddr, "store-addr", "", "", "`address` of the order store's HTTP endpoint (loopback only; port 0 picks a free one); empty: none")
+	if err := service.ParseArgs(fs, args); err != nil {
+		return nil, err
+	}
+	var errs service.Checks
+	port, err := embedded.ListenPort(c.listen)
+	if err != nil {
+		errs.Add("listen", "%v", err)
+	}
+	c.port = port
+	c.tiers = errs.Tiers(rawTiers)
+	errs.IntRange("orders", c.orders, 0, 1_000_000)
+	errs.IntRange("rate", rate, 1, 100_000)
+	c.rate = float64(rate)
+	if c.minDelay < 0 || c.maxDelay < c.minDelay || c.maxDelay > time.Hour {
+		errs.Add("max-delay", "want 0 <= --min-delay <= --max-delay <= 1h")
+	}
+	errs.IntRange("paid-percent", paidPct, 0, 100)
+	c.paid = float64(paidPct) / 100
+	errs.IntRange("partitions", c.partitions, 1, 1000)
+	if _, err := service.ParseLevel(c.logLevel); err != nil {
+		errs.Add("log-level", "%v", err)
+	}
+	if c.storeAddr != "" {
+		if err := checkLoopback(c.storeAddr); err != nil {
+			errs.Add("store-addr", "%v", err)
+		}
+	}
+	if c.orders == 0 && !c.serve {
+		errs.Add("orders", "0 orders without --serve has nothing to do")
+	}
+	if err := fs.Explain(errs); err != nil {
+		return nil, service.UsageError{Err: err}
+	}
+	return &c, nil
+}
+
+// Run is the `hourglass demo` command.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseDemo(args, stderr)
+	if err != nil {
+		return err
+	}
+	level, _ := service.ParseLevel(c.logLevel)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	broker, addr, err := embedded.StartBroker(c.port)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	seed := []kgo.Opt{kgo.SeedBrokers(addr)}
+	if _, err := topics.Provision(ctx, seed, topics.Specs(topics.Default(tiers.DefaultPrefix, c.tiers), int32(c.partitions), -1), true); err != nil {
+		return err
+	}
+
+	store := &closer.Memory{CloseUnknown: true}
+	p, err := startPipeline(ctx, seed, c.tiers, store, log)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+
+	storeLine := ""
+	if c.storeAddr != "" {
+		stop, addr, err := serveStore(c.storeAddr, store, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		storeLine = fmt.Sprintf("  order store API on http://%s: PUT /orders/{id} (body paid or unpaid), POST /orders/{id}/pay, GET /orders/{id}\n", addr)
+	}
+
+	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
+	fmt.Fprintf(stdout, `Hourglass demo: embedded Kafka broker on %s, tiers %s
+  delay topics: %v
+  router and canceller running; orders close in an in-memory store.
+%s
+Schedule an order by hand (due in 5 s), from another terminal:
+  kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(($(date +%%s%%3N)+5000))" <<< '{"order":"order-1"}'
+Watch the outcomes:
+  kcat -C -b %s -t %s -o beginning
+
+`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), storeLine, addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
+
+	t := embedded.NewTally()
+	demoIDs := make(map[string]bool, c.orders)
+	t.OnEvent = func(ev outcome.Event, first bool) {
+		if c.serve && !demoIDs[ev.TaskID] {
+			fmt.Fprintf(stdout, "closed %s: %s, %d ms after its due time (path %s)\n", ev.TaskID, ev.Outcome, ev.LatenessMs, ev.Path)
+		}
+	}
+	defer embedded.GoWatch(ctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
+
+	if c.orders > 0 {
+		prod, err := kgo.NewClient(seed...)
+		if err != nil {
+			return err
+		}
+		defer prod.Close()
+		s, err := tiers.NewScheduler(prod, c.tiers)
+		if err != nil {
+			return err
+		}
+		run := fmt.Sprintf("%x", time.Now().UnixMilli()&0xffffff)
+		for i := 0; i < c.orders; i++ {
+			demoIDs[fmt.Sprintf("demo-%s-%d", run, i)] = true
+		}
+		if err := runDemo(ctx, c, s, store, run, t, stdout); err != nil {
+			return err
+		}
+	}
+	if c.serve && ctx.Err() == nil {
+		fmt.Fprintf(stdout, "\nThe pipeline keeps running on %s; press Ctrl-C to stop.\n", addr)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// runDemo schedules the demo orders, pays some, prints progress every second
+// and the summary when every order has an outcome.
+func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *closer.Memory, run string, t *embedded.Tally, stdout io.Writer) error {
+	start := time.Now()
+	scheduled := 0
+	produceErr := make(chan error, 1)
+	payments := make([]*time.Timer, 0, c.orders)
+	defer func() {
+		for _, p := range payments {
+			p.Stop()
+		}
+	}()
+	interval := time.Duration(float64(time.Second) / c.rate)
+	next := time.NewTimer(0)
+	defer next.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	deadline := time.NewTimer(time.Duration(float64(c.orders)/c.rate*float64(time.Second)) + c.maxDelay + 60*time.Second)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stdout, "\ninterrupted")
+			printSummary(stdout, c.orders, scheduled, t, time.Since(start))
+			return nil
+		case err := <-produceErr:
+			return err
+		case <-deadline.C:
+			printSummary(stdout, c.orders, scheduled, t, time.Since(start))
+			return errors.New("demo: orders still pending at the deadline")
+		case <-next.C:
+			id := fmt.Sprintf("demo-%s-%d", run, scheduled)
+			delay := c.minDelay + time.Duration(rand.Int64N(int64(c.maxDelay-c.minDelay)+1))
+			due := time.Now().Add(delay)
+			store.Put(id, closer.StateUnpaid)
+			if rand.Float64() < c.paid {
+				// The customer pays somewhere before the deadline.
+				payments = append(payments, time.AfterFunc(time.Duration(rand.Float64()*0.8*float64(delay)), func() { store.Pay(id) }))
+			}
+			s.ScheduleAsync(ctx, tiers.Task{ID: id, Due: due, Kind: "order-timeout", Payload: fmt.Appendf(nil, `{"order":%q}`, id)},
+				func(_ *kgo.Record, err error) {
+					if err != nil && ctx.Err() == nil {
+						select {
+						case produceErr <- err:
+						default:
+						}
+					}
+				})
+			if scheduled++; scheduled < c.orders {
+				next.Reset(interval)
+			}
+		case <-tick.C:
+			snap := t.Snapshot()
+			fmt.Fprintf(stdout, "%5.0fs  scheduled %5d/%d  closed %5d  skipped-as-paid %4d  pending %5d  lateness p50 %3d ms  p99 %4d ms  max %4d ms\n",
+				time.Since(start).Seconds(), scheduled, c.orders, snap.Outcomes[outcome.Closed], snap.Outcomes[outcome.Skipped],
+				scheduled-snap.Tasks, snap.Late.P50, snap.Late.P99, snap.Late.Max)
+			if scheduled == c.orders && snap.Tasks >= c.orders {
+				printSummary(stdout, c.orders, scheduled, t, time.Since(start))
+				return nil
+			}
+		}
+	}
+}
+
+func printSummary(w io.Writer, orders, scheduled int, t *embedded.Tally, took time.Duration) {
+	s := t.Snapshot()
+	fmt.Fprintf(w, "\nSummary after %.0fs: %d orders scheduled, %d closed, %d skipped as paid, %d already closed, %d pending\n",
+		took.Seconds(), scheduled, s.Outcomes[outcome.Closed], s.Outcomes[outcome.Skipped], s.Outcomes[outcome.AlreadyClosed], scheduled-s.Tasks)
+	fmt.Fprintf(w, "Lateness (close time - due time): p50 %d ms, p99 %d ms, max %d ms; closed early: %d; duplicate outcomes: %d\n",
+		s.Late.P50, s.Late.P99, s.Late.Max, s.Early, s.Duplicates)
+}
+
+// pipeline is a router and a canceller running in this process.
+type pipeline struct {
+	Router    *router.Router
+	Canceller *canceller.Canceller
+	cancel    context.CancelFunc
+	g         *errgroup.Group
+}
+
+func startPipeline(ctx context.Context, seed []kgo.Opt, table tiers.Table, c closer.Closer, log *slog.Logger) (*pipeline, error) {
+	rt, err := router.New(router.Config{Tiers: table}, router.Options{Kafka: seed, Logger: log.With("service", "router")})
+	if err != nil {
+		return nil, err
+	}
+	cn, err := canceller.New(canceller.Config{}, canceller.Options{Kafka: seed, Closer: c, Logger: log.With("service", "canceller")})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rt.Run(gctx) })
+	g.Go(func() error { return cn.Run(gctx) })
+	return &pipeline{Router: rt, Canceller: cn, cancel: cancel, g: g}, nil
+}
+
+func (p *pipeline) stop() error {
+	p.cancel()
+	return p.g.Wait()
+}
+
+// checkLoopback checks an HTTP listen address: a loopback host and a port
+// (0 picks a free one).
+func checkLoopback(addr string) error {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want 127.0.0.1:port", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: the order store listens on loopback only (127.0.0.1)", addr)
+	}
+	if port, err := strconv.Atoi(portStr); err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("%q: bad port", addr)
+	}
+	return nil
+}
+
+// serveStore serves store over HTTP on addr (see storeHandler) and returns
+// the function that stops the server and the address it listens on.
+func serveStore(addr string, store *closer.Memory, log *slog.Logger) (stop func(), listening string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("order store on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: storeHandler(store), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("order store", "addr", addr, "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+		<-done
+	}, ln.Addr().String(), nil
+}
+
+// maxStoreBody bounds the body of a store request: a state name.
+const maxStoreBody = 64
+
+// storeHandler serves an in-memory order store:
+//
+//	PUT  /orders/{id}      body "unpaid" or "paid" (any case, surrounding
+//	                       space ignored): sets the order's state; 204
+//	POST /orders/{id}/pay  pays an unpaid order: 204; 409 with the state when
+//	                       the order is not unpaid (CLOSED: the close won);
+//	                       404 when the store does not know it
+//	GET  /orders/{id}      200 with the state (UNPAID, PAID, CLOSED); 404
+//	                       when the store does not know it
+//
+// Bad bodies are answered 400, other methods 405.
+func storeHandler(store *closer.Memory) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStoreBody))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("read body: %v", err), http.StatusBadRequest)
+			return
+		}
+		var state string
+		switch strings.ToLower(strings.TrimSpace(string(body))) {
+		case "unpaid":
+			state = closer.StateUnpaid
+		case "paid":
+			state = closer.StatePaid
+		default:
+			http.Error(w, `body must be "unpaid" or "paid"`, http.StatusBadRequest)
+			return
+		}
+		store.Put(r.PathValue("id"), state)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /orders/{id}/pay", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if store.Pay(id) {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		state, ok := store.State(id)
+		if !ok {
+			http.Error(w, "unknown order", http.StatusNotFound)
+			return
+		}
+		http.Error(w, state, http.StatusConflict)
+	})
+	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		state, ok := store.State(r.PathValue("id"))
+		if !ok {
+			http.Error(w, "unknown order", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, state)
+	})
+	return mux
+}

@@ -1,0 +1,74 @@
+package hourglasscmd
+
+import (
+	"github.com/hourglass/hourglass/internal/cmd/benchcmd"
+	"github.com/hourglass/hourglass/internal/cmd/cancellercmd"
+	"github.com/hourglass/hourglass/internal/cmd/democmd"
+	"github.com/hourglass/hourglass/internal/cmd/dlqcmd"
+	"github.com/hourglass/hourglass/internal/cmd/reconcilecmd"
+	"github.com/hourglass/hourglass/internal/cmd/recordercmd"
+	"github.com/hourglass/hourglass/internal/cmd/reportcmd"
+	"github.com/hourglass/hourglass/internal/cmd/routercmd"
+	"github.com/hourglass/hourglass/internal/cmd/topicscmd"
+
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/hourglass/hourglass/internal/service"
+)
+
+const hourglassUsage = `hourglass is the Hourglass tool.
+
+Usage: hourglass <command> [flags]
+
+Commands:
+  demo        run a complete local pipeline on an embedded broker, with a demo order source
+  bench       measure the pipeline on an embedded broker and print one JSON line
+  topics      create or check the pipeline's topics
+  dlq         list and replay dead letters
+  reconcile   close overdue unpaid orders the pipeline missed (scans the order table)
+  recorder    run the recorder service: outcome events into ClickHouse
+  report      summarize a time window of outcomes from ClickHouse (text, json, html)
+  router      run the router service (same as the router binary)
+  canceller   run the canceller service (same as the canceller binary)
+
+Run "hourglass <command> --help" for a command's flags.
+`
+
+var subcommands = map[string]service.Command{
+	"demo":      democmd.Run,
+	"bench":     benchcmd.Run,
+	"topics":    topicscmd.Run,
+	"dlq":       dlqcmd.Run,
+	"reconcile": reconcilecmd.Run,
+	"recorder":  recordercmd.Run,
+	"report":    reportcmd.Run,
+	"router":    routercmd.Run,
+	"canceller": cancellercmd.Run,
+}
+
+// Run is the hourglass tool: it dispatches to its subcommands.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		fmt.Fprint(stderr, hourglassUsage)
+		if len(args) == 0 {
+			return service.UsageError{Err: errors.New("no command")}
+		}
+		return flag.ErrHelp
+	}
+	cmd, ok := subcommands[args[0]]
+	if !ok {
+		names := make([]string, 0, len(subcommands))
+		for n := range subcommands {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return service.UsageError{Err: fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))}
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}

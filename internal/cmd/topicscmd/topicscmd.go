@@ -1,0 +1,73 @@
+package topicscmd
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const topicsUsage = `hourglass topics creates the pipeline's topics, or service.Checks them with --check.
+
+Topics: one delay topic per tier (<prefix>delay.<tier>), the cancel topic
+(<prefix>cancel), the outcomes topic (<prefix>outcomes) and the dead-letter
+topic (<prefix>dlq). Existing topics are never altered; where their partitions
+or configs differ from the recommended ones, the difference is reported and
+the command exits 1.
+
+Usage: hourglass topics [flags]
+
+Flags (each has an environment variable; flags win):
+`
+
+// Run is the `hourglass topics` command.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		kc          kafka.Config
+		rawTiers    string
+		prefix      string
+		partitions  int
+		replication int
+		check       bool
+	)
+	fs := cli.NewFlagSet("topics", topicsUsage)
+	fs.SetOutput(stderr)
+	kc.RegisterFlags(fs, "hourglass-topics")
+	fs.StringVar(&rawTiers, "tiers", cli.Env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
+	fs.StringVar(&prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.IntVar(&partitions, "partitions", cli.Env("partitions"), topics.DefaultPartitions, "partitions of each topic")
+	fs.IntVar(&replication, "replication-factor", cli.Env("replication-factor"), -1, "replication factor; -1 uses the broker default")
+	fs.BoolVar(&check, "check", "", false, "only check: report missing and different topics, create nothing")
+	if err := service.ParseArgs(fs, args); err != nil {
+		return err
+	}
+	errs := service.Checks(kc.Validate(fs))
+	table := errs.Tiers(rawTiers)
+	errs.IntRange("partitions", partitions, 1, 10_000)
+	if replication == 0 || replication < -1 || replication > 32 {
+		errs.Add("replication-factor", "%d: want -1 (broker default) or 1 to 32", replication)
+	}
+	if err := fs.Explain(errs); err != nil {
+		return service.UsageError{Err: err}
+	}
+	opts, err := kc.Opts()
+	if err != nil {
+		return err
+	}
+	st, err := topics.Provision(ctx, opts, topics.Specs(topics.Default(prefix, table), int32(partitions), int16(replication)), !check)
+	if err != nil {
+		return err
+	}
+	topics.FormatStatus(stdout, st)
+	for _, s := range st {
+		if !s.OK() {
+			return errors.New("some topics are missing or differ from the recommended settings")
+		}
+	}
+	return nil
+}
