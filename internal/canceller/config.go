@@ -8,6 +8,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/record"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -99,11 +100,51 @@ type Config struct {
 	RetryBackoffMax time.Duration
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c Config) WithDefaults() Config {
-	if c.Prefix == "" {
-		c.Prefix = tiers.DefaultPrefix
+// RegisterFlags registers every field of c as a flag on fs, each with its
+// HOURGLASS_* environment variable, and stores the defaults in c; the topic
+// names stay empty, for WithTopicDefaults to derive from the prefix. --tiers
+// needs parsing that is reported with every other problem, after fs.Parse:
+// call the returned function then; it stores the tiers in c and reports a
+// bad list, naming the flag. SessionTimeout and OutcomesKey have no flag
+// here: the command sets them from the flag every service shares and from
+// the key file.
+func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
+	env := cli.Env
+	var rawTiers string
+	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.StringsVar(&c.Topics, "topics", env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
+	fs.StringVar(&c.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
+	fs.StringVar(&c.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
+	kafka.InstanceIDVar(fs, &c.InstanceID)
+	fs.StringVar(&c.DefaultKind, "default-kind", env("default-kind"), DefaultKind, "`kind` of tasks without hourglass-kind")
+	fs.DurationVar(&c.CloseTimeout, "close-timeout", env("close-timeout"), DefaultCloseTimeout, "bound on one close")
+	fs.IntVar(&c.MaxPollRecords, "max-poll-records", env("max-poll-records"), DefaultMaxPollRecords, "records taken per poll")
+	fs.DurationVar(&c.CommitInterval, "commit-interval", env("commit-interval"), DefaultCommitInterval,
+		"least time between two commits; offsets are committed as closes finish, so a crash repeats about this much")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
+	fs.StringVar(&c.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
+	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), DefaultMaxInFlight, "records closing or waiting at once; one task id never closes twice at once")
+	fs.Float64Var(&c.RateLimit, "rate-limit", env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
+	fs.IntVar(&c.RateBurst, "rate-burst", env("rate-burst"), DefaultRateBurst, "closes allowed at once above --rate-limit")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", env("max-attempts"), DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
+	fs.DurationVar(&c.RetryBackoff, "retry-backoff", env("retry-backoff"), DefaultRetryBackoff, "wait before the second attempt; doubles per attempt, half of it random")
+	fs.DurationVar(&c.RetryBackoffMax, "retry-backoff-max", env("retry-backoff-max"), DefaultRetryBackoffMax, "longest wait between attempts")
+	return func() []error {
+		t, err := topics.ParseTiers(rawTiers)
+		c.Tiers = t
+		if err != nil {
+			return []error{err}
+		}
+		return nil
 	}
+}
+
+// WithTopicDefaults returns c with the topic names it leaves empty derived
+// from Prefix: Topics, Outcomes and DeadLetter. Every other field is left
+// as it is.
+func (c Config) WithTopicDefaults() Config {
 	if len(c.Topics) == 0 {
 		c.Topics = []string{tiers.CancelTopic(c.Prefix)}
 	}
@@ -113,6 +154,15 @@ func (c Config) WithDefaults() Config {
 	if c.DeadLetter == "" {
 		c.DeadLetter = tiers.DeadLetterTopic(c.Prefix)
 	}
+	return c
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = tiers.DefaultPrefix
+	}
+	c = c.WithTopicDefaults()
 	if c.Group == "" {
 		c.Group = DefaultGroup
 	}

@@ -59,6 +59,23 @@ type Config struct {
 	OutcomesKey []byte
 }
 
+// RegisterFlags registers every field of c as a flag on fs, each with its
+// HOURGLASS_* environment variable, and stores the defaults in c; Topic
+// stays empty, for the command to derive from its --topic-prefix.
+// SessionTimeout and OutcomesKey have no flag here: the command sets them
+// from the flag every service shares and from the key file.
+func (c *Config) RegisterFlags(fs *cli.FlagSet) {
+	env := cli.Env
+	fs.StringVar(&c.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
+	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
+	fs.IntVar(&c.BatchRows, "batch-rows", env("batch-rows"), DefaultBatchRows, "events per insert at most")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", env("flush-interval"), DefaultFlushInterval, "longest wait of an event before its batch is inserted")
+	fs.DurationVar(&c.InsertTimeout, "insert-timeout", env("insert-timeout"), DefaultInsertTimeout, "bound on one insert attempt")
+	fs.DurationVar(&c.RetryMin, "retry-min", env("retry-min"), DefaultRetryMin, "wait after a failed insert; doubled at each failure")
+	fs.DurationVar(&c.RetryMax, "retry-max", env("retry-max"), DefaultRetryMax, "longest wait between insert attempts")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop (the last insert and commit)")
+}
+
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.Topic == "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/record"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -109,14 +110,65 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c Config) WithDefaults() Config {
-	if c.Tiers.Len() == 0 {
-		c.Tiers = tiers.DefaultTable()
+// RegisterFlags registers every field of c as a flag on fs, each with its
+// HOURGLASS_* environment variable, and stores the defaults in c; the topic
+// names stay empty, for WithTopicDefaults to derive from the prefix. Two
+// flags need parsing that is reported with every other problem, after
+// fs.Parse: call the returned function then; it stores --tiers and
+// --fetch-partition-bytes in c and reports a bad value, naming the flag.
+// SessionTimeout has no flag of its own here: the command sets it from the
+// flag every service shares.
+func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
+	env := cli.Env
+	var rawTiers string
+	var fetchBytes int
+	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers: comma-separated `durations`, one delay topic each")
+	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	fs.StringVar(&c.Target, "target", env("target"), "", "`topic` for due records without hourglass-target (default <prefix>cancel)")
+	fs.StringVar(&c.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&c.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "the canceller's outcome `topic`, never a target (default <prefix>outcomes)")
+	fs.StringsVar(&c.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
+		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
+	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
+	kafka.InstanceIDVar(fs, &c.InstanceID)
+	fs.DurationVar(&c.MaxDelay, "max-delay", env("max-delay"), DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
+	fs.IntVar(&c.TimerCapacity, "timer-capacity", env("timer-capacity"), DefaultTimerCapacity,
+		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
+	fs.IntVar(&c.TimerBytes, "timer-bytes", env("timer-bytes"), DefaultTimerBytes, "`bytes` of records the in-memory timer holds at most")
+	fs.IntVar(&c.MaxHeldPerPartition, "max-held-per-partition", env("max-held-per-partition"), DefaultMaxHeldPerPartition,
+		"records a partition holds waiting out their tier before it is paused")
+	fs.IntVar(&c.MaxHeldBytesPerPartition, "max-held-bytes-per-partition", env("max-held-bytes-per-partition"), DefaultMaxHeldBytesPerPartition,
+		"`bytes` of records a partition holds (waiting, in the timer or being produced) before it is paused")
+	fs.IntVar(&c.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), DefaultMaxInFlightPerTarget,
+		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
+	fs.IntVar(&c.Limits.KeyBytes, "max-key-bytes", env("max-key-bytes"), tiers.DefaultMaxKeyBytes, "largest key (task id) in `bytes`; larger records go to the dead-letter topic")
+	fs.IntVar(&c.Limits.HeaderBytes, "max-header-bytes", env("max-header-bytes"), tiers.DefaultMaxHeaderBytes, "largest sum of header names and values in `bytes`, besides the contract's headers")
+	fs.IntVar(&c.Limits.Headers, "max-headers", env("max-headers"), tiers.DefaultMaxHeaders, "most headers on a record, besides the contract's")
+	fs.IntVar(&c.Limits.ValueBytes, "max-value-bytes", env("max-value-bytes"), tiers.DefaultMaxValueBytes, "largest value (payload) in `bytes`")
+	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")
+	fs.DurationVar(&c.CommitInterval, "commit-interval", env("commit-interval"), DefaultCommitInterval,
+		"least time between two commits; offsets are committed as produces are acknowledged, so a crash repeats about this much")
+	fs.DurationVar(&c.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
+	return func() []error {
+		var errs []error
+		t, err := topics.ParseTiers(rawTiers)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Tiers = t
+		if fetchBytes < 1<<10 || fetchBytes > 1<<30 {
+			errs = append(errs, cli.Errorf("fetch-partition-bytes", "%d: want %d to %d", fetchBytes, 1<<10, 1<<30))
+		}
+		c.FetchPartitionBytes = int32(fetchBytes)
+		return errs
 	}
-	if c.Prefix == "" {
-		c.Prefix = tiers.DefaultPrefix
-	}
+}
+
+// WithTopicDefaults returns c with the topic names it leaves empty derived
+// from Prefix: Target, DeadLetter and Outcomes, and AllowedTargets (Target
+// alone). Every other field is left as it is.
+func (c Config) WithTopicDefaults() Config {
 	if c.Target == "" {
 		c.Target = tiers.CancelTopic(c.Prefix)
 	}
@@ -129,6 +181,18 @@ func (c Config) WithDefaults() Config {
 	if len(c.AllowedTargets) == 0 {
 		c.AllowedTargets = []string{c.Target}
 	}
+	return c
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Tiers.Len() == 0 {
+		c.Tiers = tiers.DefaultTable()
+	}
+	if c.Prefix == "" {
+		c.Prefix = tiers.DefaultPrefix
+	}
+	c = c.WithTopicDefaults()
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = kafka.DefaultSessionTimeout
 	}

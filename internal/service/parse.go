@@ -80,13 +80,6 @@ func (c *Checks) Tiers(raw string) tiers.Table {
 	return t
 }
 
-// InstanceIDVar registers --instance-id, the static group membership of the
-// router and the canceller.
-func InstanceIDVar(fs *cli.FlagSet, v *string) {
-	fs.StringVar(v, "instance-id", env("instance-id"), "",
-		"static group membership `id`, unique per running instance (e.g. the pod name): a restarted instance takes its partitions back at once instead of after --session-timeout")
-}
-
 // ReadKey reads a signing key file: at least 16 bytes, a trailing newline
 // trimmed. An empty path is no key.
 func ReadKey(path string) ([]byte, error) {

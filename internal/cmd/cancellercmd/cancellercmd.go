@@ -14,7 +14,6 @@ import (
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/internal/topics"
-	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 const cancellerUsage = `canceller closes due Hourglass tasks.
@@ -44,7 +43,6 @@ type Config struct {
 	// OutcomesKeyFile holds the key that signs outcome events
 	// (--outcomes-key-file); empty: unsigned.
 	OutcomesKeyFile string
-	tiers           string
 }
 
 func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
@@ -53,29 +51,10 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	fs.SetOutput(stderr)
 	c.Register(fs, "hourglass-canceller", "127.0.0.1:8081")
 	k := &c.Canceller
-	fs.StringVar(&k.Prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	fs.StringsVar(&k.Topics, "topics", cli.Env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
-	fs.StringVar(&k.Outcomes, "outcomes-topic", cli.Env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
-	fs.StringVar(&k.DeadLetter, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
-	fs.StringVar(&k.Group, "group", cli.Env("group"), canceller.DefaultGroup, "consumer `group`")
-	service.InstanceIDVar(fs, &k.InstanceID)
+	parsed := k.RegisterFlags(fs)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the key that signs outcome events (at least 16 bytes; give the recorder the same); default: unsigned")
-	fs.StringVar(&k.DefaultKind, "default-kind", cli.Env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
 	fs.StringVar(&c.ClosersFile, "closers", cli.Env("closers"), "", "closers `file` (YAML): the closer of each task kind; without it tasks are only logged")
-	fs.DurationVar(&k.CloseTimeout, "close-timeout", cli.Env("close-timeout"), canceller.DefaultCloseTimeout, "bound on one close")
-	fs.IntVar(&k.MaxPollRecords, "max-poll-records", cli.Env("max-poll-records"), canceller.DefaultMaxPollRecords, "records taken per poll")
-	fs.DurationVar(&k.CommitInterval, "commit-interval", cli.Env("commit-interval"), canceller.DefaultCommitInterval,
-		"least time between two commits; offsets are committed as closes finish, so a crash repeats about this much")
-	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", cli.Env("shutdown-timeout"), canceller.DefaultShutdownTimeout, "bound on a graceful stop")
-	fs.StringVar(&k.Instance, "instance", cli.Env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
-	fs.StringVar(&c.tiers, "tiers", cli.Env("tiers"), tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
-	fs.IntVar(&k.MaxInFlight, "max-in-flight", cli.Env("max-in-flight"), canceller.DefaultMaxInFlight, "records closing or waiting at once; one task id never closes twice at once")
-	fs.Float64Var(&k.RateLimit, "rate-limit", cli.Env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
-	fs.IntVar(&k.RateBurst, "rate-burst", cli.Env("rate-burst"), canceller.DefaultRateBurst, "closes allowed at once above --rate-limit")
-	fs.IntVar(&k.MaxAttempts, "max-attempts", cli.Env("max-attempts"), canceller.DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
-	fs.DurationVar(&k.RetryBackoff, "retry-backoff", cli.Env("retry-backoff"), canceller.DefaultRetryBackoff, "wait before the second attempt; doubles per attempt, half of it random")
-	fs.DurationVar(&k.RetryBackoffMax, "retry-backoff-max", cli.Env("retry-backoff-max"), canceller.DefaultRetryBackoffMax, "longest wait between attempts")
 	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
 		var errs service.Checks
 		if c.ClosersFile != "" {
@@ -85,7 +64,7 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 			}
 			c.Closers = f
 		}
-		k.Tiers = errs.Tiers(c.tiers)
+		errs = append(errs, parsed()...)
 		k.SessionTimeout = c.SessionTimeout
 		key, err := service.ReadKey(c.OutcomesKeyFile)
 		if err != nil {
@@ -94,15 +73,7 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 		k.OutcomesKey = key
 		// Only the topic names derive from the prefix; a zero anywhere else
 		// is the user's and is reported rather than replaced.
-		if len(k.Topics) == 0 {
-			k.Topics = []string{tiers.CancelTopic(k.Prefix)}
-		}
-		if k.Outcomes == "" {
-			k.Outcomes = tiers.OutcomesTopic(k.Prefix)
-		}
-		if k.DeadLetter == "" {
-			k.DeadLetter = tiers.DeadLetterTopic(k.Prefix)
-		}
+		*k = k.WithTopicDefaults()
 		return append(errs, k.Validate()...)
 	})
 	return &c, stop, err

@@ -21,6 +21,7 @@ import (
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -227,7 +228,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		to       string
 		dryRun   bool
 		tierList string
-		topics   []string
+		targets  []string
 	)
 	fs := cli.NewFlagSet("dlq "+sub, dlqUsage)
 	fs.SetOutput(stderr)
@@ -240,8 +241,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&limit, "limit", "", 0, "stop after this many matches (0: no limit)")
 	fs.StringVar(&format, "format", "", "text", "output: text or json (one object per line)")
 	if sub == "replay" {
-		fs.StringVar(&tierList, "tiers", cli.Env("tiers"), tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")
-		fs.StringsVar(&topics, "topics", cli.Env("topics"), nil, "target `topics` the canceller consumes, comma-separated (default <prefix>cancel): a dead letter from one of them replays there")
+		topics.TiersVar(fs, &tierList, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")
+		fs.StringsVar(&targets, "topics", cli.Env("topics"), nil, "target `topics` the canceller consumes, comma-separated (default <prefix>cancel): a dead letter from one of them replays there")
 		fs.StringVar(&to, "to", "", "", "replay every dead letter to this `topic`, whatever its source")
 		fs.BoolVar(&dryRun, "dry-run", "", false, "print what would be replayed, produce nothing")
 	}
@@ -272,17 +273,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var rule replayRule
 	if sub == "replay" {
 		table := errs.Tiers(tierList)
-		if len(topics) == 0 {
-			topics = []string{tiers.CancelTopic(prefix)}
+		if len(targets) == 0 {
+			targets = []string{tiers.CancelTopic(prefix)}
 		}
-		for _, t := range topics {
+		for _, t := range targets {
 			if err := tiers.ValidTopic(t); err != nil {
 				errs.Add("topics", "%v", err)
 			} else if t == topic {
 				errs.Add("topics", "%s is the dead-letter topic", t)
 			}
 		}
-		rule = newReplayRule(prefix, table, topics, to)
+		rule = newReplayRule(prefix, table, targets, to)
 	}
 	if err := fs.Explain(errs); err != nil {
 		return service.UsageError{Err: err}

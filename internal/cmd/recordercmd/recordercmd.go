@@ -66,16 +66,9 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	c.Register(fs, "hourglass-recorder", "127.0.0.1:8082")
 	k := &c.Recorder
 	fs.StringVar(&c.Prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	fs.StringVar(&k.Topic, "outcomes-topic", cli.Env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
-	fs.StringVar(&k.Group, "group", cli.Env("group"), recorder.DefaultGroup, "consumer `group`")
+	k.RegisterFlags(fs)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the canceller's outcome signing key: events without a valid signature are skipped (default: every event is stored)")
-	fs.IntVar(&k.BatchRows, "batch-rows", cli.Env("batch-rows"), recorder.DefaultBatchRows, "events per insert at most")
-	fs.DurationVar(&k.FlushInterval, "flush-interval", cli.Env("flush-interval"), recorder.DefaultFlushInterval, "longest wait of an event before its batch is inserted")
-	fs.DurationVar(&k.InsertTimeout, "insert-timeout", cli.Env("insert-timeout"), recorder.DefaultInsertTimeout, "bound on one insert attempt")
-	fs.DurationVar(&k.RetryMin, "retry-min", cli.Env("retry-min"), recorder.DefaultRetryMin, "wait after a failed insert; doubled at each failure")
-	fs.DurationVar(&k.RetryMax, "retry-max", cli.Env("retry-max"), recorder.DefaultRetryMax, "longest wait between insert attempts")
-	fs.DurationVar(&k.ShutdownTimeout, "shutdown-timeout", cli.Env("shutdown-timeout"), recorder.DefaultShutdownTimeout, "bound on a graceful stop (the last insert and commit)")
 	c.ClickHouse.RegisterFlags(fs)
 	fs.BoolVar(&c.Migrate, "migrate", cli.Env("migrate"), true, "create the database and apply schema migrations at start")
 	fs.BoolVar(&c.MigrateOnly, "migrate-only", cli.Env("migrate-only"), false, "apply the schema migrations and exit, without Kafka (for a migration Job)")

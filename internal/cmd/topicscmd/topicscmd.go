@@ -12,7 +12,7 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-const topicsUsage = `hourglass topics creates the pipeline's topics, or service.Checks them with --check.
+const topicsUsage = `hourglass topics creates the pipeline's topics, or checks them with --check.
 
 Topics: one delay topic per tier (<prefix>delay.<tier>), the cancel topic
 (<prefix>cancel), the outcomes topic (<prefix>outcomes) and the dead-letter
@@ -38,7 +38,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("topics", topicsUsage)
 	fs.SetOutput(stderr)
 	kc.RegisterFlags(fs, "hourglass-topics")
-	fs.StringVar(&rawTiers, "tiers", cli.Env("tiers"), tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
+	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
 	fs.StringVar(&prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.IntVar(&partitions, "partitions", cli.Env("partitions"), topics.DefaultPartitions, "partitions of each topic")
 	fs.IntVar(&replication, "replication-factor", cli.Env("replication-factor"), -1, "replication factor; -1 uses the broker default")
@@ -49,9 +49,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errs := service.Checks(kc.Validate(fs))
 	table := errs.Tiers(rawTiers)
 	errs.IntRange("partitions", partitions, 1, 10_000)
-	if replication == 0 || replication < -1 || replication > 32 {
-		errs.Add("replication-factor", "%d: want -1 (broker default) or 1 to 32", replication)
-	}
+	errs.Replication("replication-factor", replication)
 	if err := fs.Explain(errs); err != nil {
 		return service.UsageError{Err: err}
 	}
