@@ -15,8 +15,12 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// provisionTimeout bounds Provision, and CheckDelay's wait.
+// provisionTimeout bounds Provision.
 const provisionTimeout = 60 * time.Second
+
+// delayWait is how long CheckDelay waits for missing delay topics; a
+// variable so that tests can shorten it.
+var delayWait = time.Minute
 
 // Provision creates (or, with create false, only checks) the topics of
 // specs on a short-lived client and reports what it found.
@@ -70,7 +74,7 @@ func CheckDelay(ctx context.Context, opts []kgo.Opt, prefix string, table tiers.
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	want := table.Topics(prefix)
-	deadline := time.Now().Add(provisionTimeout)
+	deadline := time.Now().Add(delayWait)
 	for {
 		missing, err := missingTopics(ctx, adm, want)
 		switch {

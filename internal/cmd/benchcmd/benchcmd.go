@@ -243,7 +243,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false"}
 	routerArgs := append(append([]string{"router", "--tiers", c.tiers.String()}, common...), c.routerArgs...)
-	cancellerArgs := append([]string{"canceller"}, common...)
+	cancellerArgs := append([]string{"canceller", "--tiers", c.tiers.String()}, common...)
 	if c.instanceIDs {
 		routerArgs = append(routerArgs, "--instance-id", "bench-router-0")
 		cancellerArgs = append(cancellerArgs, "--instance-id", "bench-canceller-0")

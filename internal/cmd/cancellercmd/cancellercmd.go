@@ -91,9 +91,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	k := c.Canceller
-	// The delay topics too: failed closes are rescheduled through them.
-	specs := topics.Specs(topics.Set{Prefix: k.Prefix, Tiers: k.Tiers, Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	specs := c.Specs(topics.Set{Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter})
 	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
+		return err
+	}
+	// Failed closes are rescheduled through the delay topics of --tiers.
+	// The router creates the delay topics of its own --tiers; the
+	// canceller creates none, and waits for those of its tiers, so that
+	// tiers differing from the router's fail here instead of sending
+	// retries to a topic no router reads.
+	if err := topics.CheckDelay(ctx, opts, k.Prefix, k.Tiers, log); err != nil {
 		return err
 	}
 	co := canceller.Options{Logger: log}

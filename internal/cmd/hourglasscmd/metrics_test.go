@@ -54,11 +54,13 @@ func TestMetrics(t *testing.T) {
 	defer cancel()
 
 	raddr, caddr := freeAddr(t), freeAddr(t)
-	common := []string{"--brokers", broker, "--topic-prefix", "m.", "--partitions", "2", "--log-level", "error",
+	// The router and the canceller share the tiers: the canceller waits
+	// for the delay topics of its own, which the router creates.
+	common := []string{"--brokers", broker, "--topic-prefix", "m.", "--tiers", "1s,2s", "--partitions", "2", "--log-level", "error",
 		"--lag-interval", "200ms", "--session-timeout", "6s"}
 	done := make(chan error, 2)
 	go func() {
-		done <- routercmd.Run(ctx, append([]string{"--tiers", "1s,2s", "--http-addr", raddr}, common...), io.Discard, io.Discard)
+		done <- routercmd.Run(ctx, append([]string{"--http-addr", raddr}, common...), io.Discard, io.Discard)
 	}()
 	go func() {
 		done <- cancellercmd.Run(ctx, append([]string{"--http-addr", caddr}, common...), io.Discard, io.Discard)
