@@ -1,0 +1,96 @@
+package benchcmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+// child is a service run as a process of this binary.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	hwm  float64 // last VmHWM read, MB
+}
+
+func spawn(ctx context.Context, stderr io.Writer, args ...string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start %s: %w", args[0], err)
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(c.done) }()
+	return c, nil
+}
+
+// stop sends SIGTERM and waits, then kills after a grace period.
+func (c *child) stop() {
+	c.peakRSS()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// status reads a "Vm...:" line of /proc/<pid>/status in MB.
+func (c *child) status(key string) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return round(kb / 1024)
+		}
+	}
+	return 0
+}
+
+func (c *child) rss() float64 { return c.status("VmRSS") }
+
+func (c *child) peakRSS() float64 {
+	if v := c.status("VmHWM"); v > 0 {
+		c.hwm = v
+	}
+	return c.hwm
+}
+
+// cpu returns the user+system CPU seconds of the process so far.
+func (c *child) cpu() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are fields 14 and 15 of the line, 12 and 13 after ")".
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return round((ut + st) / 100) // clock ticks; 100 per second on Linux
+}

@@ -1,0 +1,150 @@
+package benchcmd
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// benchConfig is the configuration of a bench run, from its flags.
+type benchConfig struct {
+	orders       int
+	rate         int
+	delays       string
+	tiers        tiers.Table
+	partitions   int
+	timeout      time.Duration
+	pendingSteps []int
+	pendingDelay time.Duration
+	routerArgs   []string
+
+	kill         string // "", "router" or "canceller"
+	killAt       time.Duration
+	restartAfter time.Duration
+	instanceIDs  bool
+
+	hostileRate int
+	bombs       int
+
+	maxP99      time.Duration
+	maxLate     time.Duration
+	maxRSS      float64
+	maxGrowthMB float64
+}
+
+// parseBench parses and validates the flags of a bench run.
+func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
+	var (
+		c        benchConfig
+		rawTiers string
+		steps    []string
+	)
+	fs := cli.NewFlagSet("bench", benchUsage)
+	fs.SetOutput(stderr)
+	c.register(fs, &rawTiers, &steps)
+	if err := service.ParseArgs(fs, args); err != nil {
+		return nil, err
+	}
+	errs := c.validate(rawTiers, steps)
+	if err := fs.Explain(errs); err != nil {
+		return nil, service.UsageError{Err: err}
+	}
+	return &c, nil
+}
+
+// workload draws order delays.
+type workload func(r *rand.Rand) time.Duration
+
+// newWorkload returns the workload of --delays: mix or a duration.
+func newWorkload(s string) (workload, error) {
+	if s == "mix" {
+		return func(r *rand.Rand) time.Duration {
+			switch x := r.Float64(); {
+			case x < 0.5:
+				return 5 * time.Second
+			case x < 0.8:
+				return 2*time.Second + time.Duration(r.Int64N(int64(18*time.Second)+1))
+			default:
+				return 30 * time.Second
+			}
+		}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > 24*time.Hour {
+		return nil, fmt.Errorf("%q: want mix or a duration from 0 to 24h", s)
+	}
+	return func(*rand.Rand) time.Duration { return d }, nil
+}
+
+// register registers the flags of c on fs; --tiers and --pending-steps go
+// to rawTiers and steps, for validate.
+func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]string) {
+	fs.IntVar(&c.orders, "orders", "", 200_000, "orders to schedule")
+	fs.IntVar(&c.rate, "rate", "", 10_000, "orders scheduled per second")
+	fs.StringVar(&c.delays, "delays", "", "mix", "workload: mix, or a duration such as 5s")
+	fs.StringVar(rawTiers, "tiers", "", "", "delay tiers (default 1s,2s,5s,10s,30s; 1m,5m,30m with --pending-steps)")
+	fs.IntVar(&c.partitions, "partitions", "", 6, "partitions per topic")
+	fs.DurationVar(&c.timeout, "timeout", "", 10*time.Minute, "give up (and report what is lost) after this long")
+	fs.StringsVar(steps, "pending-steps", "", nil, "memory mode: pending deadline counts at which to sample the router's RSS, e.g. 10000,100000,1000000")
+	fs.DurationVar(&c.pendingDelay, "pending-delay", "", 45*time.Minute, "memory mode: how far ahead the pending orders are due")
+	fs.StringsVar(&c.routerArgs, "router-args", "", nil, "extra router flags, comma-separated (e.g. --max-held-per-partition=200)")
+	fs.StringVar(&c.kill, "kill", "", "", "SIGKILL this `process` (router or canceller) at --kill-at and start it again")
+	fs.DurationVar(&c.killAt, "kill-at", "", 0, "when to kill, from the start (default: halfway through scheduling)")
+	fs.DurationVar(&c.restartAfter, "restart-after", "", 300*time.Millisecond, "how long the killed process stays down")
+	fs.BoolVar(&c.instanceIDs, "instance-ids", "", false, "give the router and the canceller an --instance-id (static membership)")
+	fs.IntVar(&c.hostileRate, "hostile-rate", "", 0, "records with a value just under the size limit per second, next to the orders")
+	fs.IntVar(&c.bombs, "bombs", "", 0, "zstd batches that decompress to 256 MiB, one per second")
+	fs.DurationVar(&c.maxP99, "max-p99", "", 0, "fail when lateness p99 exceeds this (0: no bound)")
+	fs.DurationVar(&c.maxLate, "max-lateness", "", 0, "fail when the largest lateness exceeds this (0: no bound)")
+	fs.Float64Var(&c.maxRSS, "max-router-rss-mb", "", 0, "fail when the router's peak RSS exceeds this many MB (0: no bound)")
+	fs.Float64Var(&c.maxGrowthMB, "max-growth-mb", "", 0, "memory mode: fail when the router's RSS grows by more than this many MB (0: no bound)")
+}
+
+// validate parses rawTiers and steps into c and reports every problem.
+func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
+	var errs service.Checks
+	if rawTiers == "" {
+		rawTiers = "1s,2s,5s,10s,30s"
+		if len(steps) > 0 {
+			rawTiers = tiers.DefaultTiers
+		}
+	}
+	c.tiers = errs.Tiers(rawTiers)
+	errs.IntRange("orders", c.orders, 1, 10_000_000)
+	errs.IntRange("rate", c.rate, 1, 1_000_000)
+	if _, err := newWorkload(c.delays); err != nil {
+		errs.Add("delays", "%v", err)
+	}
+	errs.IntRange("partitions", c.partitions, 1, 1000)
+	for _, s := range steps {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10_000_000 || (len(c.pendingSteps) > 0 && n <= c.pendingSteps[len(c.pendingSteps)-1]) {
+			errs.Add("pending-steps", "%q: want increasing counts from 1 to 10000000", s)
+			break
+		}
+		c.pendingSteps = append(c.pendingSteps, n)
+	}
+	if c.timeout <= 0 {
+		errs.Add("timeout", "must be positive")
+	}
+	switch c.kill {
+	case "", "router", "canceller":
+	default:
+		errs.Add("kill", "%q: want router or canceller", c.kill)
+	}
+	if c.killAt < 0 || c.restartAfter < 0 {
+		errs.Add("kill-at", "must not be negative (nor --restart-after)")
+	}
+	errs.IntRange("hostile-rate", c.hostileRate, 0, 1000)
+	errs.IntRange("bombs", c.bombs, 0, 100)
+	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0) {
+		errs.Add("pending-steps", "the memory mode takes neither --kill nor hostile records")
+	}
+	return errs
+}

@@ -1,0 +1,74 @@
+package benchcmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/hourglass/hourglass/internal/cmd/embedded"
+	"github.com/hourglass/hourglass/pkg/tiers"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// memoryStep is one sample of the memory run.
+type memoryStep struct {
+	Pending   int     `json:"pending"`
+	RouterRSS float64 `json:"router_rss_mb"`
+}
+
+// benchMemory schedules orders due far ahead and samples the router's RSS as
+// the pending count passes each step.
+func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *kgo.Client, rt *child, stdout, stderr io.Writer) error {
+	var steps []memoryStep
+	scheduled := 0
+	due := time.Now().Add(c.pendingDelay)
+	for _, step := range c.pendingSteps {
+		n, err := pace(ctx, step-scheduled, c.rate, stderr, nil, nil, func(i int) {
+			s.ScheduleAsync(ctx, tiers.Task{ID: "pending-" + strconv.Itoa(scheduled+i), Due: due}, nil)
+		})
+		scheduled += n
+		if err != nil {
+			return err
+		}
+		if err := prod.Flush(ctx); err != nil {
+			return fmt.Errorf("bench: flush: %w", err)
+		}
+		// Let the router fetch and pause; then take the median of a few
+		// samples, to not report a GC cycle's peak or trough.
+		settle := time.NewTimer(5 * time.Second)
+		select {
+		case <-ctx.Done():
+			settle.Stop()
+			return ctx.Err()
+		case <-settle.C:
+		}
+		var samples []int64
+		for range 5 {
+			samples = append(samples, int64(rt.rss()*1000))
+			t := time.NewTimer(200 * time.Millisecond)
+			<-t.C
+		}
+		steps = append(steps, memoryStep{Pending: scheduled, RouterRSS: float64(embedded.PercentilesOf(samples).P50) / 1000})
+		fmt.Fprintf(stderr, "bench: %d pending, router RSS %.1f MB\n", scheduled, steps[len(steps)-1].RouterRSS)
+	}
+	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
+	err := json.NewEncoder(stdout).Encode(struct {
+		Mode      string       `json:"mode"`
+		Tiers     string       `json:"tiers"`
+		Delay     string       `json:"pending_delay"`
+		Steps     []memoryStep `json:"steps"`
+		GrowthMB  float64      `json:"router_rss_growth_mb"`
+		PeakRSSMB float64      `json:"router_peak_rss_mb"`
+	}{"memory", c.tiers.String(), c.pendingDelay.String(), steps, round(growth), rt.peakRSS()})
+	if err != nil {
+		return err
+	}
+	if c.maxGrowthMB > 0 && growth > c.maxGrowthMB {
+		return fmt.Errorf("bench: router RSS grew %.1f MB from %d to %d pending deadlines, more than --max-growth-mb %.0f",
+			growth, steps[0].Pending, steps[len(steps)-1].Pending, c.maxGrowthMB)
+	}
+	return nil
+}
