@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/pkg/tiers"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // memoryStep is one sample of the memory run.

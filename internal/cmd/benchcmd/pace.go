@@ -7,10 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/router"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // pace calls schedule(i) for i in [0, n) at rate per second, printing

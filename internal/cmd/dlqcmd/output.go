@@ -1,0 +1,125 @@
+package dlqcmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+)
+
+// writeJSONLine writes v as one line of JSON, with the runes a terminal may
+// act on that encoding/json leaves raw escaped (cli.EscapeJSON).
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(cli.EscapeJSON(b), '\n'))
+	return err
+}
+
+// printDeadLetters writes ds as a table (format text), every string from the
+// record through cli.Quote, or as one JSON object a line (format json).
+func printDeadLetters(w io.Writer, ds []deadLetter, format string) error {
+	if format == "json" {
+		for _, d := range ds {
+			if err := writeJSONLine(w, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEAD AT\tKEY\tKIND\tATTEMPT\tREASON\tSOURCE\tDETAIL")
+	for _, d := range ds {
+		detail := d.Detail
+		if r := []rune(detail); len(r) > 120 {
+			detail = string(r[:117]) + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", time.UnixMilli(d.TimeMs).UTC().Format(time.RFC3339),
+			cli.Quote(d.Key), cli.Quote(d.Kind), d.Attempt, cli.Quote(d.Reason), cli.Quote(d.Source), cli.Quote(detail))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d dead letters\n", len(ds))
+	return nil
+}
+
+// replayed is one line of dlq replay --format json: what became of one dead
+// letter.
+type replayed struct {
+	Partition int32  `json:"partition"` // of the dead letter
+	Offset    int64  `json:"offset"`
+	Key       string `json:"key"`
+	Source    string `json:"source"`
+	Action    string `json:"action"`           // replayed, would_replay (--dry-run) or skipped
+	Topic     string `json:"topic,omitempty"`  // where it was, or would be, replayed
+	Reason    string `json:"reason,omitempty"` // why it was skipped
+}
+
+func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, rule replayRule, format string, dryRun bool) error {
+	var (
+		recs    []*kgo.Record
+		done    []replayed // of recs
+		skipped int
+		byTopic = map[string]int{}
+	)
+	verb, action := "replayed", "replayed"
+	if dryRun {
+		verb, action = "would replay", "would_replay"
+	}
+	now := time.Now()
+	for _, d := range ds {
+		line := replayed{Partition: d.Partition, Offset: d.Offset, Key: d.Key, Source: d.Source}
+		r, err := replayRecord(d, rule, now)
+		if err != nil {
+			skipped++
+			line.Action, line.Reason = "skipped", err.Error()
+			if format == "json" {
+				if err := writeJSONLine(w, line); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(w, "skip %s[%d]@%d key %s: %s\n", d.rec.Topic, d.Partition, d.Offset, strconv.QuoteToGraphic(d.Key), cli.Quote(err.Error()))
+			}
+			continue
+		}
+		recs = append(recs, r)
+		line.Action, line.Topic = action, r.Topic
+		done = append(done, line)
+		byTopic[r.Topic]++
+	}
+	if !dryRun && len(recs) > 0 {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("dlq replay: %w", err)
+		}
+	}
+	if format == "json" {
+		for _, line := range done {
+			if err := writeJSONLine(w, line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+		fmt.Fprintf(w, "%s %d to %s\n", verb, byTopic[t], cli.Quote(t))
+	}
+	fmt.Fprintf(w, "%s %d, skipped %d\n", verb, len(recs), skipped)
+	return nil
+}
