@@ -7,21 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/router"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -158,17 +151,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		storeLine = fmt.Sprintf("  order store API on http://%s: PUT /orders/{id} (body paid or unpaid), POST /orders/{id}/pay, GET /orders/{id}\n", addr)
 	}
 
-	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
-	fmt.Fprintf(stdout, `Hourglass demo: embedded Kafka broker on %s, tiers %s
-  delay topics: %v
-  router and canceller running; orders close in an in-memory store.
-%s
-Schedule an order by hand (due in 5 s), from another terminal:
-  kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(($(date +%%s%%3N)+5000))" <<< '{"order":"order-1"}'
-Watch the outcomes:
-  kcat -C -b %s -t %s -o beginning
-
-`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), storeLine, addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
+	printBanner(stdout, c, addr, storeLine)
 
 	t := embedded.NewTally()
 	demoIDs := make(map[string]bool, c.orders)
@@ -180,20 +163,7 @@ Watch the outcomes:
 	defer embedded.GoWatch(ctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
 
 	if c.orders > 0 {
-		prod, err := kgo.NewClient(seed...)
-		if err != nil {
-			return err
-		}
-		defer prod.Close()
-		s, err := tiers.NewScheduler(prod, c.tiers)
-		if err != nil {
-			return err
-		}
-		run := fmt.Sprintf("%x", time.Now().UnixMilli()&0xffffff)
-		for i := 0; i < c.orders; i++ {
-			demoIDs[fmt.Sprintf("demo-%s-%d", run, i)] = true
-		}
-		if err := runDemo(ctx, c, s, store, run, t, stdout); err != nil {
+		if err := scheduleOrders(ctx, c, seed, store, t, demoIDs, stdout); err != nil {
 			return err
 		}
 	}
@@ -276,132 +246,36 @@ func printSummary(w io.Writer, orders, scheduled int, t *embedded.Tally, took ti
 		s.Late.P50, s.Late.P99, s.Late.Max, s.Early, s.Duplicates)
 }
 
-// pipeline is a router and a canceller running in this process.
-type pipeline struct {
-	Router    *router.Router
-	Canceller *canceller.Canceller
-	cancel    context.CancelFunc
-	g         *errgroup.Group
+// printBanner prints where the demo runs and how to use it by hand.
+func printBanner(stdout io.Writer, c *demoConfig, addr, storeLine string) {
+	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
+	fmt.Fprintf(stdout, `Hourglass demo: embedded Kafka broker on %s, tiers %s
+  delay topics: %v
+  router and canceller running; orders close in an in-memory store.
+%s
+Schedule an order by hand (due in 5 s), from another terminal:
+  kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(($(date +%%s%%3N)+5000))" <<< '{"order":"order-1"}'
+Watch the outcomes:
+  kcat -C -b %s -t %s -o beginning
+
+`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), storeLine, addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
 }
 
-func startPipeline(ctx context.Context, seed []kgo.Opt, table tiers.Table, c closer.Closer, log *slog.Logger) (*pipeline, error) {
-	rt, err := router.New(router.Config{Tiers: table}, router.Options{Kafka: seed, Logger: log.With("service", "router")})
+// scheduleOrders schedules the demo orders, noting their ids in demoIDs,
+// and runs the demo until every order has an outcome.
+func scheduleOrders(ctx context.Context, c *demoConfig, seed []kgo.Opt, store *closer.Memory, t *embedded.Tally, demoIDs map[string]bool, stdout io.Writer) error {
+	prod, err := kgo.NewClient(seed...)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cn, err := canceller.New(canceller.Config{}, canceller.Options{Kafka: seed, Closer: c, Logger: log.With("service", "canceller")})
+	defer prod.Close()
+	s, err := tiers.NewScheduler(prod, c.tiers)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return rt.Run(gctx) })
-	g.Go(func() error { return cn.Run(gctx) })
-	return &pipeline{Router: rt, Canceller: cn, cancel: cancel, g: g}, nil
-}
-
-func (p *pipeline) stop() error {
-	p.cancel()
-	return p.g.Wait()
-}
-
-// checkLoopback checks an HTTP listen address: a loopback host and a port
-// (0 picks a free one).
-func checkLoopback(addr string) error {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q: want 127.0.0.1:port", addr)
+	run := fmt.Sprintf("%x", time.Now().UnixMilli()&0xffffff)
+	for i := 0; i < c.orders; i++ {
+		demoIDs[fmt.Sprintf("demo-%s-%d", run, i)] = true
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("%q: the order store listens on loopback only (127.0.0.1)", addr)
-	}
-	if port, err := strconv.Atoi(portStr); err != nil || port < 0 || port > 65535 {
-		return fmt.Errorf("%q: bad port", addr)
-	}
-	return nil
-}
-
-// serveStore serves store over HTTP on addr (see storeHandler) and returns
-// the function that stops the server and the address it listens on.
-func serveStore(addr string, store *closer.Memory, log *slog.Logger) (stop func(), listening string, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("order store on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: storeHandler(store), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("order store", "addr", addr, "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			srv.Close()
-		}
-		<-done
-	}, ln.Addr().String(), nil
-}
-
-// maxStoreBody bounds the body of a store request: a state name.
-const maxStoreBody = 64
-
-// storeHandler serves an in-memory order store:
-//
-//	PUT  /orders/{id}      body "unpaid" or "paid" (any case, surrounding
-//	                       space ignored): sets the order's state; 204
-//	POST /orders/{id}/pay  pays an unpaid order: 204; 409 with the state when
-//	                       the order is not unpaid (CLOSED: the close won);
-//	                       404 when the store does not know it
-//	GET  /orders/{id}      200 with the state (UNPAID, PAID, CLOSED); 404
-//	                       when the store does not know it
-//
-// Bad bodies are answered 400, other methods 405.
-func storeHandler(store *closer.Memory) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("PUT /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStoreBody))
-		if err != nil {
-			http.Error(w, fmt.Sprintf("read body: %v", err), http.StatusBadRequest)
-			return
-		}
-		var state string
-		switch strings.ToLower(strings.TrimSpace(string(body))) {
-		case "unpaid":
-			state = closer.StateUnpaid
-		case "paid":
-			state = closer.StatePaid
-		default:
-			http.Error(w, `body must be "unpaid" or "paid"`, http.StatusBadRequest)
-			return
-		}
-		store.Put(r.PathValue("id"), state)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST /orders/{id}/pay", func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if store.Pay(id) {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		state, ok := store.State(id)
-		if !ok {
-			http.Error(w, "unknown order", http.StatusNotFound)
-			return
-		}
-		http.Error(w, state, http.StatusConflict)
-	})
-	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
-		state, ok := store.State(r.PathValue("id"))
-		if !ok {
-			http.Error(w, "unknown order", http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, state)
-	})
-	return mux
+	return runDemo(ctx, c, s, store, run, t, stdout)
 }
