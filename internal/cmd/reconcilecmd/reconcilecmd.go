@@ -38,75 +38,26 @@ Flags (each has an environment variable; flags win):
 
 // Run is the `hourglass reconcile` command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var (
-		path      string
-		file      closerfile.File
-		kind      string
-		grace     time.Duration
-		limit     int
-		dryRun    bool
-		rateLimit float64
-		format    string
-		logLevel  string
-	)
+	var o options
 	fs := cli.NewFlagSet("reconcile", reconcileUsage)
 	fs.SetOutput(stderr)
-	fs.StringVar(&path, "closers", cli.Env("closers"), "", "closers `file` (YAML); the kind's closer must be sql, with reconcile.deadline set")
-	fs.StringVar(&kind, "kind", cli.Env("default-kind"), canceller.DefaultKind, "task `kind` whose orders to reconcile")
-	fs.DurationVar(&grace, "grace", cli.Env("reconcile-grace"), time.Minute, "wait past the deadline before an order counts as missed, so the pipeline closes it first")
-	fs.IntVar(&limit, "limit", cli.Env("reconcile-limit"), 0, "close at most this many orders (0: no limit)")
-	fs.BoolVar(&dryRun, "dry-run", "", false, "find and count, close nothing")
-	fs.Float64Var(&rateLimit, "rate-limit", cli.Env("reconcile-rate-limit"), 100, "closes per second, so a large backlog does not flood the database (0: no limit)")
-	fs.StringVar(&format, "format", "", "text", "report: text or json")
-	fs.StringVar(&logLevel, "log-level", cli.Env("log-level"), "info", "progress `level`: debug, info, warn or error")
+	o.register(fs)
 	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
-	var errs service.Checks
-	if path == "" {
-		errs.Add("closers", "required: the closers file with the kind's sql closer")
-	} else {
-		f, err := closerfile.Load(path)
-		if err != nil {
-			errs.Add("closers", "%v", err)
-		} else if e, ok := f.Closers[kind]; !ok {
-			errs.Add("kind", "%q is not in %s (it has %v)", kind, path, f.Kinds())
-		} else if e.SQL == nil {
-			errs.Add("kind", "%q has a %s closer; reconcile needs an sql closer", kind, e.Type())
-		} else if e.SQL.Reconcile.Deadline <= 0 {
-			errs.Add("closers", "%s: closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due", path, kind)
-		}
-		file = f
-	}
-	if grace < 0 {
-		errs.Add("grace", "%v: must not be negative", grace)
-	}
-	if limit < 0 {
-		errs.Add("limit", "%d: must not be negative", limit)
-	}
-	if rateLimit < 0 {
-		errs.Add("rate-limit", "%v: must not be negative", rateLimit)
-	}
-	if !slices.Contains([]string{"text", "json"}, format) {
-		errs.Add("format", "%q: want text or json", format)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		errs.Add("log-level", "%q: want debug, info, warn or error", logLevel)
-	}
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(o.validate()); err != nil {
 		return service.UsageError{Err: err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("cmd", "reconcile")
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.level})).With("cmd", "reconcile")
 
-	sc, err := file.OpenSQL(ctx, kind)
+	sc, err := o.file.OpenSQL(ctx, o.kind)
 	if err != nil {
 		return err
 	}
 	defer sc.Stop()
 	var via closer.Closer = sc
-	if rateLimit > 0 {
-		lim := rate.NewLimiter(rate.Limit(rateLimit), 1)
+	if o.rateLimit > 0 {
+		lim := rate.NewLimiter(rate.Limit(o.rateLimit), 1)
 		via = closer.CloserFunc(func(ctx context.Context, t closer.Task) (closer.Result, error) {
 			if err := lim.Wait(ctx); err != nil {
 				return closer.Result{}, err
@@ -115,12 +66,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		})
 	}
 	rep, err := sc.Reconcile(ctx, via, sqlcloser.ReconcileOptions{
-		Kind: kind, Grace: grace, Limit: limit, DryRun: dryRun,
+		Kind: o.kind, Grace: o.grace, Limit: o.limit, DryRun: o.dryRun,
 		Progress: func(r sqlcloser.ReconcileReport) {
 			log.Info("progress", "pages", r.Pages, "found", r.Scanned, "closed", r.Outcomes[outcome.Closed], "failed", r.Outcomes[outcome.Failed])
 		},
 	})
-	if perr := printReconcile(stdout, rep, format, dryRun); perr != nil && err == nil {
+	if perr := printReconcile(stdout, rep, o.format, o.dryRun); perr != nil && err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -130,6 +81,68 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("reconcile: %d closes failed", n)
 	}
 	return nil
+}
+
+// options are the flags of reconcile.
+type options struct {
+	path      string
+	file      closerfile.File // the loaded closers file
+	kind      string
+	grace     time.Duration
+	limit     int
+	dryRun    bool
+	rateLimit float64
+	format    string
+	logLevel  string
+	level     slog.Level // the parsed logLevel
+}
+
+// register registers the flags of reconcile on fs.
+func (o *options) register(fs *cli.FlagSet) {
+	fs.StringVar(&o.path, "closers", cli.Env("closers"), "", "closers `file` (YAML); the kind's closer must be sql, with reconcile.deadline set")
+	fs.StringVar(&o.kind, "kind", cli.Env("default-kind"), canceller.DefaultKind, "task `kind` whose orders to reconcile")
+	fs.DurationVar(&o.grace, "grace", cli.Env("reconcile-grace"), time.Minute, "wait past the deadline before an order counts as missed, so the pipeline closes it first")
+	fs.IntVar(&o.limit, "limit", cli.Env("reconcile-limit"), 0, "close at most this many orders (0: no limit)")
+	fs.BoolVar(&o.dryRun, "dry-run", "", false, "find and count, close nothing")
+	fs.Float64Var(&o.rateLimit, "rate-limit", cli.Env("reconcile-rate-limit"), 100, "closes per second, so a large backlog does not flood the database (0: no limit)")
+	fs.StringVar(&o.format, "format", "", "text", "report: text or json")
+	fs.StringVar(&o.logLevel, "log-level", cli.Env("log-level"), "info", "progress `level`: debug, info, warn or error")
+}
+
+// validate loads the closers file and reports every problem with the flags.
+func (o *options) validate() service.Checks {
+	var errs service.Checks
+	if o.path == "" {
+		errs.Add("closers", "required: the closers file with the kind's sql closer")
+	} else {
+		f, err := closerfile.Load(o.path)
+		if err != nil {
+			errs.Add("closers", "%v", err)
+		} else if e, ok := f.Closers[o.kind]; !ok {
+			errs.Add("kind", "%q is not in %s (it has %v)", o.kind, o.path, f.Kinds())
+		} else if e.SQL == nil {
+			errs.Add("kind", "%q has a %s closer; reconcile needs an sql closer", o.kind, e.Type())
+		} else if e.SQL.Reconcile.Deadline <= 0 {
+			errs.Add("closers", "%s: closers.%s.sql.reconcile.deadline is not set: how long after created_at an unpaid order is due", o.path, o.kind)
+		}
+		o.file = f
+	}
+	if o.grace < 0 {
+		errs.Add("grace", "%v: must not be negative", o.grace)
+	}
+	if o.limit < 0 {
+		errs.Add("limit", "%d: must not be negative", o.limit)
+	}
+	if o.rateLimit < 0 {
+		errs.Add("rate-limit", "%v: must not be negative", o.rateLimit)
+	}
+	if !slices.Contains([]string{"text", "json"}, o.format) {
+		errs.Add("format", "%q: want text or json", o.format)
+	}
+	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		errs.Add("log-level", "%q: want debug, info, warn or error", o.logLevel)
+	}
+	return errs
 }
 
 func printReconcile(w io.Writer, r sqlcloser.ReconcileReport, format string, dryRun bool) error {
