@@ -56,42 +56,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, now
 	var f reportFlags
 	fs := cli.NewFlagSet("report", reportUsage)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&f.since, "since", "", 0, "report the `duration` up to now (default 1h when --from is not given)")
-	fs.StringVar(&f.from, "from", "", "", "start of the window (`time`, included)")
-	fs.StringVar(&f.to, "to", "", "", "end of the window (`time`, excluded; default now)")
-	fs.StringVar(&f.format, "format", "", report.FormatText, "output `format` on stdout: text or json")
-	fs.StringVar(&f.html, "html", "", "", "also write the report as one self-contained HTML `file`")
-	fs.DurationVar(&f.lateThreshold, "late-threshold", "", report.DefaultLateThreshold, "a final attempt later than this is listed as late")
-	fs.IntVar(&f.limit, "limit", "", report.DefaultLimit, "how many late or failed attempts to list")
-	fs.DurationVar(&f.bucket, "bucket", "", 0, "bucket of the lateness timeline (default: 1s to 24h, at most 60 buckets)")
-	fs.DurationVar(&f.timeout, "timeout", "", time.Minute, "bound on the queries")
-	f.clickhouse.RegisterFlags(fs)
+	f.register(fs)
 	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
-	from, to, errs := f.window(now)
-	if f.format != report.FormatText && f.format != report.FormatJSON {
-		errs.Add("format", "%q: want text or json (HTML goes to --html FILE)", f.format)
-	}
-	if f.html != "" {
-		if st, err := os.Stat(filepath.Dir(f.html)); err != nil || !st.IsDir() {
-			errs.Add("html", "%q: its directory does not exist", f.html)
-		}
-	}
-	if f.lateThreshold < 0 {
-		errs.Add("late-threshold", "%v: must not be negative", f.lateThreshold)
-	}
-	errs.IntRange("limit", f.limit, 0, 100_000)
-	if f.bucket < 0 || (f.bucket > 0 && f.bucket < time.Millisecond) {
-		errs.Add("bucket", "%v: want 0 (automatic) or at least 1ms", f.bucket)
-	}
-	if f.bucket > 0 && to.Sub(from)/f.bucket > 10_000 {
-		errs.Add("bucket", "%v cuts the window into more than 10000 buckets", f.bucket)
-	}
-	if f.timeout <= 0 {
-		errs.Add("timeout", "%v: must be positive", f.timeout)
-	}
-	errs = append(errs, f.clickhouse.Validate()...)
+	from, to, errs := f.validate(now)
 	if err := fs.Explain(errs); err != nil {
 		return service.UsageError{Err: err}
 	}
@@ -206,4 +175,47 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// register registers the flags of report on fs.
+func (f *reportFlags) register(fs *cli.FlagSet) {
+	fs.DurationVar(&f.since, "since", "", 0, "report the `duration` up to now (default 1h when --from is not given)")
+	fs.StringVar(&f.from, "from", "", "", "start of the window (`time`, included)")
+	fs.StringVar(&f.to, "to", "", "", "end of the window (`time`, excluded; default now)")
+	fs.StringVar(&f.format, "format", "", report.FormatText, "output `format` on stdout: text or json")
+	fs.StringVar(&f.html, "html", "", "", "also write the report as one self-contained HTML `file`")
+	fs.DurationVar(&f.lateThreshold, "late-threshold", "", report.DefaultLateThreshold, "a final attempt later than this is listed as late")
+	fs.IntVar(&f.limit, "limit", "", report.DefaultLimit, "how many late or failed attempts to list")
+	fs.DurationVar(&f.bucket, "bucket", "", 0, "bucket of the lateness timeline (default: 1s to 24h, at most 60 buckets)")
+	fs.DurationVar(&f.timeout, "timeout", "", time.Minute, "bound on the queries")
+	f.clickhouse.RegisterFlags(fs)
+}
+
+// validate reports every problem with the flags, and returns the window
+// they give, at now.
+func (f *reportFlags) validate(now time.Time) (from, to time.Time, errs service.Checks) {
+	from, to, errs = f.window(now)
+	if f.format != report.FormatText && f.format != report.FormatJSON {
+		errs.Add("format", "%q: want text or json (HTML goes to --html FILE)", f.format)
+	}
+	if f.html != "" {
+		if st, err := os.Stat(filepath.Dir(f.html)); err != nil || !st.IsDir() {
+			errs.Add("html", "%q: its directory does not exist", f.html)
+		}
+	}
+	if f.lateThreshold < 0 {
+		errs.Add("late-threshold", "%v: must not be negative", f.lateThreshold)
+	}
+	errs.IntRange("limit", f.limit, 0, 100_000)
+	if f.bucket < 0 || (f.bucket > 0 && f.bucket < time.Millisecond) {
+		errs.Add("bucket", "%v: want 0 (automatic) or at least 1ms", f.bucket)
+	}
+	if f.bucket > 0 && to.Sub(from)/f.bucket > 10_000 {
+		errs.Add("bucket", "%v cuts the window into more than 10000 buckets", f.bucket)
+	}
+	if f.timeout <= 0 {
+		errs.Add("timeout", "%v: must be positive", f.timeout)
+	}
+	errs = append(errs, f.clickhouse.Validate()...)
+	return from, to, errs
 }
