@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
@@ -91,16 +92,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	k := c.Canceller
-	specs := c.Specs(topics.Set{Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter})
-	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
-		return err
-	}
-	// Failed closes are rescheduled through the delay topics of --tiers.
-	// The router creates the delay topics of its own --tiers; the
-	// canceller creates none, and waits for those of its tiers, so that
-	// tiers differing from the router's fail here instead of sending
-	// retries to a topic no router reads.
-	if err := topics.CheckDelay(ctx, opts, k.Prefix, k.Tiers, log); err != nil {
+	if err := provision(ctx, c, opts, log); err != nil {
 		return err
 	}
 	co := canceller.Options{Logger: log}
@@ -143,4 +135,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))
 	return err
+}
+
+// provision creates (with --create-topics) or checks the target, outcomes
+// and dead-letter topics, and waits for the delay topics of --tiers.
+func provision(ctx context.Context, c *Config, opts []kgo.Opt, log *slog.Logger) error {
+	k := c.Canceller
+	specs := c.Specs(topics.Set{Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter})
+	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
+		return err
+	}
+	// Failed closes are rescheduled through the delay topics of --tiers.
+	// The router creates the delay topics of its own --tiers; the
+	// canceller creates none, and waits for those of its tiers, so that
+	// tiers differing from the router's fail here instead of sending
+	// retries to a topic no router reads.
+	return topics.CheckDelay(ctx, opts, k.Prefix, k.Tiers, log)
 }

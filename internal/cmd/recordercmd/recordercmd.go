@@ -102,15 +102,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := c.Logger(stderr, "recorder")
 	if c.MigrateOnly {
-		// ClickHouse may still be starting: openStore waits, bounded by
-		// ctx (and by the Job's deadline).
-		store, err := openStore(ctx, c.ClickHouse, true, log)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		fmt.Fprintf(stdout, "schema of %s is at version %d\n", c.ClickHouse.Database, chstore.SchemaVersion())
-		return nil
+		return migrateOnly(ctx, c, stdout, log)
 	}
 	opts, err := c.KgoOpts()
 	if err != nil {
@@ -189,4 +181,17 @@ func openStore(ctx context.Context, cfg chstore.Config, migrate bool, log *slog.
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// migrateOnly applies the schema migrations, for --migrate-only.
+func migrateOnly(ctx context.Context, c *Config, stdout io.Writer, log *slog.Logger) error {
+	// ClickHouse may still be starting: openStore waits, bounded by
+	// ctx (and by the Job's deadline).
+	store, err := openStore(ctx, c.ClickHouse, true, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fmt.Fprintf(stdout, "schema of %s is at version %d\n", c.ClickHouse.Database, chstore.SchemaVersion())
+	return nil
 }
