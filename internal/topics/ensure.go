@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -29,47 +26,6 @@ type Spec struct {
 	// Configs are topic configs to create the topic with and to compare on
 	// an existing topic, e.g. retention.ms, cleanup.policy. Nil sets none.
 	Configs map[string]string
-}
-
-// Status is what Ensure found or did for one topic.
-type Status struct {
-	// Spec is the spec this status answers.
-	Spec Spec
-	// Created is true if this call created the topic.
-	Created bool
-	// Existed is true if the topic was already there, including when
-	// another process created it while this call was creating it too.
-	Existed bool
-	// Partitions is the partition count the topic has (existing) or was
-	// created with; 0 for a missing topic.
-	Partitions int32
-	// Mismatches are the differences between Spec and an existing topic,
-	// human readable: `partitions: have 3, want 6`,
-	// `retention.ms: have "604800000", want "1209600000"`. Empty for a created
-	// or missing topic.
-	Mismatches []string
-	// Unverified are the Spec.Configs keys the broker did not report for an
-	// existing topic, so they could be neither confirmed nor reported as a
-	// mismatch. Sorted.
-	Unverified []string
-}
-
-// State returns "created", "exists" or "missing".
-func (s Status) State() string {
-	switch {
-	case s.Created:
-		return "created"
-	case s.Existed:
-		return "exists"
-	default:
-		return "missing"
-	}
-}
-
-// OK reports whether the topic is there (created or existed) and matches its
-// spec in everything the broker reported.
-func (s Status) OK() bool {
-	return (s.Created || s.Existed) && len(s.Mismatches) == 0
 }
 
 // describeRetries bounds how often Ensure asks again about a topic that
@@ -133,24 +89,8 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, create bool) ([
 
 	var raced []int // created by someone else between our list and create
 	if create {
-		for i, s := range specs {
-			if slices.Contains(existing, i) {
-				continue
-			}
-			resp, err := adm.CreateTopic(ctx, s.Partitions, s.Replicas, configPtrs(s.Configs), s.Name)
-			switch {
-			case err == nil:
-				st[i].Created = true
-				st[i].Partitions = s.Partitions
-				if resp.NumPartitions > 0 {
-					st[i].Partitions = resp.NumPartitions
-				}
-			case errors.Is(err, kerr.TopicAlreadyExists):
-				raced = append(raced, i)
-			default:
-				return nil, fmt.Errorf("create topic %s (partitions %d, replicas %d): %w%s",
-					s.Name, s.Partitions, s.Replicas, err, errMessage(resp.ErrMessage))
-			}
+		if raced, err = createMissing(ctx, adm, specs, existing, st); err != nil {
+			return nil, err
 		}
 	}
 
@@ -393,28 +333,28 @@ func errMessage(m string) string {
 	return " (" + m + ")"
 }
 
-// FormatStatus writes a readable table of the statuses, one line per topic:
-// name, state (created, exists or missing), partitions and problems.
-//
-// The partitions column shows what the topic has, or "-" for a missing
-// topic; the last column lists the mismatches, then the configs the broker
-// did not report, or "-" when there is nothing to say.
-func FormatStatus(w io.Writer, st []Status) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tSTATE\tPARTITIONS\tPROBLEMS")
-	for _, s := range st {
-		parts := "-"
-		if s.Created || s.Existed {
-			parts = strconv.Itoa(int(s.Partitions))
+// createMissing creates the topics of specs that are not in existing (their
+// indexes), noting each in st, and returns the indexes of those that
+// another process created first.
+func createMissing(ctx context.Context, adm *kadm.Client, specs []Spec, existing []int, st []Status) (raced []int, err error) {
+	for i, s := range specs {
+		if slices.Contains(existing, i) {
+			continue
 		}
-		problems := slices.Clone(s.Mismatches)
-		if len(s.Unverified) > 0 {
-			problems = append(problems, "not reported by broker: "+strings.Join(s.Unverified, ", "))
+		resp, err := adm.CreateTopic(ctx, s.Partitions, s.Replicas, configPtrs(s.Configs), s.Name)
+		switch {
+		case err == nil:
+			st[i].Created = true
+			st[i].Partitions = s.Partitions
+			if resp.NumPartitions > 0 {
+				st[i].Partitions = resp.NumPartitions
+			}
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			raced = append(raced, i)
+		default:
+			return nil, fmt.Errorf("create topic %s (partitions %d, replicas %d): %w%s",
+				s.Name, s.Partitions, s.Replicas, err, errMessage(resp.ErrMessage))
 		}
-		if len(problems) == 0 {
-			problems = []string{"-"}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Spec.Name, s.State(), parts, strings.Join(problems, "; "))
 	}
-	tw.Flush()
+	return raced, nil
 }
