@@ -20,7 +20,9 @@
 // service runs at its start.
 //
 // The tier table is one flag, --tiers with HOURGLASS_TIERS, registered by
-// [TiersVar] on every command that needs it. The router consumes the delay
+// [TiersVar] on every command that works on a pipeline's topics: router,
+// canceller, topics and dlq replay. (demo and bench have a --tiers of their
+// own, without an environment variable, for the pipeline they start.) The router consumes the delay
 // topics of its tiers and creates them; the canceller reschedules failed
 // closes through the delay topics of its own --tiers, so the two must agree.
 // The canceller never creates a delay topic: at its start [CheckDelay]
