@@ -16,7 +16,6 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/consumer"
-	"github.com/hourglass/hourglass/internal/kafka"
 )
 
 // Canceller consumes due tasks and closes them. Create one with New and
@@ -146,7 +145,7 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
 	member, err := consumer.New(consumer.Config{
-		Group: kafka.Group{Name: cfg.Group, Topics: cfg.Topics, InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
+		Group: consumer.Group{Name: cfg.Group, Topics: cfg.Topics, InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
 		Kafka: o.Kafka, Opts: opts, CommitInterval: cfg.CommitInterval,
 		// A revoke waits for the closes running, each bounded by
 		// CloseTimeout, which ShutdownTimeout covers.

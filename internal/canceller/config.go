@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -46,7 +46,7 @@ type Config struct {
 	InstanceID string
 	// SessionTimeout is the group session timeout: how long the partitions
 	// of a canceller that died (and was not restarted) wait before another
-	// takes them; default kafka.DefaultSessionTimeout (6s).
+	// takes them; default consumer.DefaultSessionTimeout (6s).
 	SessionTimeout time.Duration
 	// OutcomesKey, when set, signs every outcome event (the
 	// outcome.HeaderSignature header), so that the recorder stores only
@@ -116,7 +116,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.StringVar(&c.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
 	fs.StringVar(&c.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
 	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
-	kafka.InstanceIDVar(fs, &c.InstanceID)
+	consumer.InstanceIDVar(fs, &c.InstanceID)
 	fs.StringVar(&c.DefaultKind, "default-kind", env("default-kind"), DefaultKind, "`kind` of tasks without hourglass-kind")
 	fs.DurationVar(&c.CloseTimeout, "close-timeout", env("close-timeout"), DefaultCloseTimeout, "bound on one close")
 	fs.IntVar(&c.MaxPollRecords, "max-poll-records", env("max-poll-records"), DefaultMaxPollRecords, "records taken per poll")
@@ -167,7 +167,7 @@ func (c Config) WithDefaults() Config {
 		c.Group = DefaultGroup
 	}
 	if c.SessionTimeout == 0 {
-		c.SessionTimeout = kafka.DefaultSessionTimeout
+		c.SessionTimeout = consumer.DefaultSessionTimeout
 	}
 	if c.DefaultKind == "" {
 		c.DefaultKind = DefaultKind

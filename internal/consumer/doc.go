@@ -21,7 +21,10 @@
 // nothing. Marks of a forgotten partition, and of records taken before a
 // partition was reset below them, are stale: Done ignores them.
 //
-// The group options themselves (read committed, manual commits, session
-// timeout, heartbeats, instance id, the decompression cap) are
-// kafka.Group's.
+// Group holds the options every Hourglass group consumer shares (read
+// committed, manual commits, rebalances only between polls, the session
+// timeout with heartbeats well within it, fast metadata refreshes, the
+// instance id of a static member, the decompression cap) and LeaveGroup the
+// explicit leave of a static member; InstanceIDVar registers the
+// --instance-id flag the services share.
 package consumer

@@ -28,7 +28,7 @@ const (
 type Config struct {
 	// Group names the group, its topics and the member's instance id and
 	// session timeout; Name and Topics are required.
-	Group kafka.Group
+	Group Group
 	// Kafka are the connection options (brokers, TLS, SASL, client id).
 	Kafka []kgo.Opt
 	// Opts are the service's other client options (fetch and producer
@@ -178,7 +178,7 @@ func (m *Member) Close(ctx context.Context) {
 	}
 	m.cl.Close()
 	if id := m.cfg.Group.InstanceID; id != "" {
-		if err := kafka.LeaveGroup(ctx, m.cfg.Kafka, m.cfg.Group.Name, id); err != nil {
+		if err := LeaveGroup(ctx, m.cfg.Kafka, m.cfg.Group.Name, id); err != nil {
 			m.log.Warn("the other members take this member's partitions after the session timeout", "err", err)
 		}
 	}

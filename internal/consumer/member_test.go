@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
@@ -282,7 +281,7 @@ func TestSkippedBatch(t *testing.T) {
 // member, leaves the group explicitly, so that no member is left holding
 // the partitions until the session timeout.
 func TestCloseStatic(t *testing.T) {
-	b := setup(t, 3, Config{Group: kafka.Group{InstanceID: "member-1"}}, nil)
+	b := setup(t, 3, Config{Group: Group{InstanceID: "member-1"}}, nil)
 	b.m.Start()
 	b.m.Done(b.marks[0], b.marks[1])
 	b.m.Close(t.Context())
@@ -300,10 +299,10 @@ func TestCloseStatic(t *testing.T) {
 
 // TestNewNeedsGroup: a member needs a group name and topics.
 func TestNewNeedsGroup(t *testing.T) {
-	if _, err := New(Config{Group: kafka.Group{Name: "g"}}); err == nil {
+	if _, err := New(Config{Group: Group{Name: "g"}}); err == nil {
 		t.Error("New without topics: no error")
 	}
-	if _, err := New(Config{Group: kafka.Group{Topics: []string{"t"}}}); err == nil {
+	if _, err := New(Config{Group: Group{Topics: []string{"t"}}}); err == nil {
 		t.Error("New without a group name: no error")
 	}
 }

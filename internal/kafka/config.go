@@ -305,15 +305,3 @@ func readPasswordFile(path string) (string, error) {
 	}
 	return p, nil
 }
-
-// FlagInstanceID is the flag of the static group membership id, registered
-// by InstanceIDVar.
-const FlagInstanceID = "instance-id"
-
-// InstanceIDVar registers --instance-id (HOURGLASS_INSTANCE_ID) on fs: the
-// static group membership of a consumer (kgo.InstanceID). Default "", a
-// dynamic member.
-func InstanceIDVar(fs *cli.FlagSet, p *string) {
-	fs.StringVar(p, FlagInstanceID, cli.Env(FlagInstanceID), "",
-		"static group membership `id`, unique per running instance (e.g. the pod name): a restarted instance takes its partitions back at once instead of after --session-timeout")
-}

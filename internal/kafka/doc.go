@@ -8,6 +8,9 @@
 // turns it into kgo options. Hourglass builds every kgo client from those
 // options and tests against kfake instead of mocking the client.
 //
-// Topic provisioning is in internal/topics, the one place that knows the
-// pipeline's topic layout.
+// Every client that reads Hourglass topics reads committed records only and
+// caps what a fetched batch may decompress to ([ReaderOpts]); [SkipBatch]
+// moves a reader past a batch refused for that cap or malformed. Group
+// consumers are in internal/consumer; topic provisioning is in
+// internal/topics, the one place that knows the pipeline's topic layout.
 package kafka

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -50,7 +50,7 @@ type Config struct {
 	// commit); default DefaultShutdownTimeout (20s). --shutdown-timeout.
 	ShutdownTimeout time.Duration
 	// SessionTimeout is the group session timeout; default
-	// kafka.DefaultSessionTimeout (6s). --session-timeout.
+	// consumer.DefaultSessionTimeout (6s). --session-timeout.
 	SessionTimeout time.Duration
 	// OutcomesKey, when set, makes the recorder store only events signed
 	// with it by the canceller (outcome.HeaderSignature); others are
@@ -103,7 +103,7 @@ func (c Config) WithDefaults() Config {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.SessionTimeout == 0 {
-		c.SessionTimeout = kafka.DefaultSessionTimeout
+		c.SessionTimeout = consumer.DefaultSessionTimeout
 	}
 	return c
 }

@@ -96,7 +96,7 @@ func New(cfg Config, o Options) (*Recorder, error) {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
 	member, err := consumer.New(consumer.Config{
-		Group: kafka.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout},
+		Group: consumer.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout},
 		Kafka: o.Kafka, Opts: opts, CommitTimeout: cfg.InsertTimeout, Clock: r.clock, Logger: r.log,
 	})
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -66,7 +66,7 @@ type Config struct {
 	InstanceID string
 	// SessionTimeout is the group session timeout: how long the partitions
 	// of a router that died (and was not restarted) wait before another
-	// router takes them; default kafka.DefaultSessionTimeout (6s).
+	// router takes them; default consumer.DefaultSessionTimeout (6s).
 	SessionTimeout time.Duration
 	// Limits bound the key, headers and value of a delay record; a larger
 	// record goes to the dead-letter topic. Zero fields take the
@@ -130,7 +130,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.StringsVar(&c.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
 		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
 	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
-	kafka.InstanceIDVar(fs, &c.InstanceID)
+	consumer.InstanceIDVar(fs, &c.InstanceID)
 	fs.DurationVar(&c.MaxDelay, "max-delay", env("max-delay"), DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
 	fs.IntVar(&c.TimerCapacity, "timer-capacity", env("timer-capacity"), DefaultTimerCapacity,
 		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
@@ -194,7 +194,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c = c.WithTopicDefaults()
 	if c.SessionTimeout == 0 {
-		c.SessionTimeout = kafka.DefaultSessionTimeout
+		c.SessionTimeout = consumer.DefaultSessionTimeout
 	}
 	c.Limits = c.Limits.WithDefaults()
 	if c.Group == "" {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/consumer"
-	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -116,7 +115,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
 	member, err := consumer.New(consumer.Config{
-		Group: kafka.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
+		Group: consumer.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
 		Kafka: o.Kafka, Opts: opts,
 		CommitInterval: cfg.CommitInterval, RevokeTimeout: cfg.RevokeTimeout, Release: r.letGo,
 		Clock: r.clock, Logger: r.log,

@@ -9,14 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/internal/topics"
 )
 
 // DefaultSessionTimeout is the default of --session-timeout (see
-// kafka.DefaultSessionTimeout).
-const DefaultSessionTimeout = kafka.DefaultSessionTimeout
+// consumer.DefaultSessionTimeout).
+const DefaultSessionTimeout = consumer.DefaultSessionTimeout
 
 // Common are the flags every service has.
 type Common struct {

@@ -1,4 +1,4 @@
-package kafka
+package consumer
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/hostile"
+	"github.com/hourglass/hourglass/internal/kafka"
 )
 
 // TestSkipBatch: a record batch over the decompression cap is skipped with
-// SkipBatch and the records after it are read, also when it is the first
+// kafka.SkipBatch and the records after it are read, also when it is the first
 // batch of a partition the group has no committed offset for (franz-go
 // ignores SetOffsets on a partition it has no position for; NewClient gives
 // it one).
@@ -21,7 +23,12 @@ func TestSkipBatch(t *testing.T) {
 	for _, first := range []bool{true, false} {
 		t.Run(fmt.Sprint("first=", first), func(t *testing.T) {
 			topic := "skip-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-			adm := newAdmin(t, nil)
+			admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admCl.Close()
+			adm := kadm.NewClient(admCl)
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
 			if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
@@ -60,7 +67,7 @@ func TestSkipBatch(t *testing.T) {
 					t.Fatalf("read %d records after the batch, skipped %d batches", after, len(skipped))
 				}
 				fs.EachError(func(_ string, _ int32, err error) {
-					if b := SkipBatch(cl, err); b != nil {
+					if b := kafka.SkipBatch(cl, err); b != nil {
 						skipped = append(skipped, b)
 					}
 				})

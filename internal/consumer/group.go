@@ -1,13 +1,15 @@
-package kafka
+package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
 )
 
 // Defaults of the consumer settings every Hourglass consumer shares.
@@ -20,12 +22,6 @@ const (
 	// crashed router's deadlines for 45 seconds. A restarted instance with
 	// an instance id takes its partitions back at once, whatever this is.
 	DefaultSessionTimeout = 6 * time.Second
-	// DefaultMaxDecompressBatchBytes caps what one fetched record batch may
-	// decompress to. A batch produced within the broker's default
-	// message.max.bytes (1 MiB) by a client with ordinary batch sizes
-	// stays far below it; franz-go's own default, 1 GiB, lets a 35 kB zstd
-	// batch take 256 MiB of memory.
-	DefaultMaxDecompressBatchBytes = 16 << 20
 	// MetadataMinAge is the least time between two metadata refreshes of
 	// a service's client (franz-go's default is 5s).
 	MetadataMinAge = 250 * time.Millisecond
@@ -51,7 +47,7 @@ type Group struct {
 	// every third of it if that is shorter.
 	SessionTimeout time.Duration
 	// MaxDecompressBatchBytes caps a fetched batch's decompressed size;
-	// default DefaultMaxDecompressBatchBytes. A larger batch, or one that
+	// default kafka.DefaultMaxDecompressBatchBytes. A larger batch, or one that
 	// does not decompress, is reported by the poll as a
 	// *kgo.ErrDecompressTooLarge and its partition stops until the consumer
 	// skips the batch (see SkipBatch).
@@ -78,9 +74,9 @@ func (g Group) Opts() []kgo.Opt {
 	}
 	maxBatch := g.MaxDecompressBatchBytes
 	if maxBatch == 0 {
-		maxBatch = DefaultMaxDecompressBatchBytes
+		maxBatch = kafka.DefaultMaxDecompressBatchBytes
 	}
-	opts := append(ReaderOpts(maxBatch),
+	opts := append(kafka.ReaderOpts(maxBatch),
 		kgo.ConsumerGroup(g.Name),
 		kgo.ConsumeTopics(g.Topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -167,36 +163,6 @@ func resolveStarts(ctx context.Context, adm *kadm.Client, offs map[string]map[in
 	return offs
 }
 
-// ReaderOpts returns the options of any client that reads Hourglass topics,
-// in a group or not (the dlq tool, watchers, the load test's verify): read
-// committed, and batches capped at maxBatch decompressed bytes (0 means
-// DefaultMaxDecompressBatchBytes); a batch over the cap or malformed is
-// reported as a *kgo.ErrDecompressTooLarge (see SkipBatch).
-func ReaderOpts(maxBatch int) []kgo.Opt {
-	if maxBatch <= 0 {
-		maxBatch = DefaultMaxDecompressBatchBytes
-	}
-	return []kgo.Opt{
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.MaxDecompressBatchBytes(maxBatch),
-		kgo.WithDecompressor(newDecompressor(maxBatch)),
-	}
-}
-
-// SkipBatch moves cl past a batch the poll refused as too large to
-// decompress or malformed, which otherwise stops its partition for good, and
-// returns the refused batch. It returns nil when err is not such a refusal.
-func SkipBatch(cl *kgo.Client, err error) *kgo.ErrDecompressTooLarge {
-	tooLarge, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err)
-	if !ok {
-		return nil
-	}
-	cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{
-		tooLarge.Topic: {tooLarge.Partition: {Epoch: tooLarge.Epoch, Offset: tooLarge.NextOffset}},
-	})
-	return tooLarge
-}
-
 // LeaveGroup removes the static member instanceID from group, through a
 // short-lived client of conn (the connection options), bounded by 5s. A
 // static member does not leave its group when its client closes, so that a
@@ -219,4 +185,16 @@ func LeaveGroup(ctx context.Context, conn []kgo.Opt, group, instanceID string) e
 		return fmt.Errorf("leave group %s as %s: %w", group, instanceID, err)
 	}
 	return nil
+}
+
+// FlagInstanceID is the flag of the static group membership id, registered
+// by InstanceIDVar.
+const FlagInstanceID = "instance-id"
+
+// InstanceIDVar registers --instance-id (HOURGLASS_INSTANCE_ID) on fs: the
+// static group membership of a consumer (kgo.InstanceID). Default "", a
+// dynamic member.
+func InstanceIDVar(fs *cli.FlagSet, p *string) {
+	fs.StringVar(p, FlagInstanceID, cli.Env(FlagInstanceID), "",
+		"static group membership `id`, unique per running instance (e.g. the pod name): a restarted instance takes its partitions back at once instead of after --session-timeout")
 }
