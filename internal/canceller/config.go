@@ -209,42 +209,70 @@ func (c Config) WithDefaults() Config {
 // does not apply defaults: a zero field that has a default is reported, so
 // call it after WithDefaults unless zero values came from the user.
 func (c Config) Validate() []error {
-	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, cli.Errorf(flag, format, args...))
+	var p problems
+	c.checkTopics(&p)
+	p = append(p, consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()...)
+	c.checkTimes(&p)
+	if c.DefaultKind == "" {
+		p.bad("default-kind", "must not be empty")
 	}
+	if c.MaxPollRecords < 1 {
+		p.bad("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
+	}
+	if c.MaxInFlight < 1 {
+		p.bad("max-in-flight", "%d: must be at least 1", c.MaxInFlight)
+	}
+	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
+		p.bad("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
+	}
+	if c.RateBurst < 1 {
+		p.bad("rate-burst", "%d: must be at least 1", c.RateBurst)
+	}
+	if c.MaxAttempts < 1 {
+		p.bad("max-attempts", "%d: must be at least 1", c.MaxAttempts)
+	}
+	return p
+}
+
+// problems collects the problems of a Config, each naming its flag.
+type problems []error
+
+func (p *problems) bad(flag, format string, args ...any) {
+	*p = append(*p, cli.Errorf(flag, format, args...))
+}
+
+// checkTopics checks the tiers and the topic names.
+func (c Config) checkTopics(p *problems) {
 	if c.Prefix == "" {
-		bad("topic-prefix", "must not be empty")
+		p.bad("topic-prefix", "must not be empty")
+	}
+	if c.Tiers.Len() == 0 {
+		p.bad("tiers", "no tiers")
 	}
 	if len(c.Topics) == 0 {
-		bad("topics", "no topics")
-	}
-	if c.Group == "" {
-		bad("group", "must not be empty")
-	}
-	if c.DefaultKind == "" {
-		bad("default-kind", "must not be empty")
+		p.bad("topics", "no topics")
 	}
 	for _, t := range c.Topics {
 		if err := tiers.ValidTopic(t); err != nil {
-			bad("topics", "%v", err)
+			p.bad("topics", "%v", err)
 		}
 		if t == c.Outcomes || t == c.DeadLetter {
-			bad("topics", "%s is also the outcomes or dead-letter topic", t)
+			p.bad("topics", "%s is also the outcomes or dead-letter topic", t)
 		}
 		if c.Prefix != "" && strings.HasPrefix(t, record.DelayTopicPrefix(c.Prefix)) {
-			bad("topics", "%s is a delay topic: a retry would loop", t)
+			p.bad("topics", "%s is a delay topic: a retry would loop", t)
 		}
 	}
 	if err := tiers.ValidTopic(c.Outcomes); err != nil {
-		bad("outcomes-topic", "%v", err)
+		p.bad("outcomes-topic", "%v", err)
 	}
 	if err := tiers.ValidTopic(c.DeadLetter); err != nil {
-		bad("dlq-topic", "%v", err)
+		p.bad("dlq-topic", "%v", err)
 	}
-	if c.MaxPollRecords < 1 {
-		bad("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
-	}
+}
+
+// checkTimes checks the timeouts and the retry backoff.
+func (c Config) checkTimes(p *problems) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -253,35 +281,13 @@ func (c Config) Validate() []error {
 		{"retry-backoff", c.RetryBackoff}, {"retry-backoff-max", c.RetryBackoffMax},
 	} {
 		if d.v <= 0 {
-			bad(d.flag, "%v: must be positive", d.v)
+			p.bad(d.flag, "%v: must be positive", d.v)
 		}
 	}
 	if c.ShutdownTimeout > 0 && c.ShutdownTimeout < c.CloseTimeout {
-		bad("shutdown-timeout", "%v is less than --close-timeout %v: a stop would cut off a running close", c.ShutdownTimeout, c.CloseTimeout)
-	}
-	if len(c.InstanceID) > 249 || strings.ContainsFunc(c.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		bad("instance-id", "%q: want at most 249 printable ASCII characters without spaces", c.InstanceID)
-	}
-	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
-		bad("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
+		p.bad("shutdown-timeout", "%v is less than --close-timeout %v: a stop would cut off a running close", c.ShutdownTimeout, c.CloseTimeout)
 	}
 	if c.RetryBackoff > 0 && c.RetryBackoffMax > 0 && c.RetryBackoffMax < c.RetryBackoff {
-		bad("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)
+		p.bad("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)
 	}
-	if c.Tiers.Len() == 0 {
-		bad("tiers", "no tiers")
-	}
-	if c.MaxInFlight < 1 {
-		bad("max-in-flight", "%d: must be at least 1", c.MaxInFlight)
-	}
-	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
-		bad("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
-	}
-	if c.RateBurst < 1 {
-		bad("rate-burst", "%d: must be at least 1", c.RateBurst)
-	}
-	if c.MaxAttempts < 1 {
-		bad("max-attempts", "%d: must be at least 1", c.MaxAttempts)
-	}
-	return errs
 }

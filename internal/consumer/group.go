@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -197,4 +198,25 @@ const FlagInstanceID = "instance-id"
 func InstanceIDVar(fs *cli.FlagSet, p *string) {
 	fs.StringVar(p, FlagInstanceID, cli.Env(FlagInstanceID), "",
 		"static group membership `id`, unique per running instance (e.g. the pod name): a restarted instance takes its partitions back at once instead of after --session-timeout")
+}
+
+// Check reports the problems of g's name, instance id and session timeout,
+// each naming its flag (--group, --instance-id, --session-timeout). A zero
+// SessionTimeout is checked as DefaultSessionTimeout.
+func (g Group) Check() []error {
+	var errs []error
+	if g.Name == "" {
+		errs = append(errs, cli.Errorf("group", "must not be empty"))
+	}
+	if len(g.InstanceID) > 249 || strings.ContainsFunc(g.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		errs = append(errs, cli.Errorf(FlagInstanceID, "%q: want at most 249 printable ASCII characters without spaces", g.InstanceID))
+	}
+	session := g.SessionTimeout
+	if session == 0 {
+		session = DefaultSessionTimeout
+	}
+	if session < time.Second || session > 30*time.Minute {
+		errs = append(errs, cli.Errorf("session-timeout", "%v: want 1s to 30m", g.SessionTimeout))
+	}
+	return errs
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,34 @@ func TestSkipBatch(t *testing.T) {
 			}
 			if len(skipped) != 1 {
 				t.Errorf("skipped %d batches, want 1", len(skipped))
+			}
+		})
+	}
+}
+
+func TestGroupCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		g    Group
+		want []string // the flags named, in order
+	}{
+		{"defaults", Group{Name: "g"}, nil},
+		{"static", Group{Name: "g", InstanceID: "router-0", SessionTimeout: 45 * time.Second}, nil},
+		{"no name", Group{}, []string{"--group"}},
+		{"instance id with a space", Group{Name: "g", InstanceID: "router 0"}, []string{"--instance-id"}},
+		{"instance id too long", Group{Name: "g", InstanceID: strings.Repeat("x", 250)}, []string{"--instance-id"}},
+		{"session too short", Group{Name: "g", SessionTimeout: 500 * time.Millisecond}, []string{"--session-timeout"}},
+		{"session too long", Group{Name: "g", SessionTimeout: time.Hour}, []string{"--session-timeout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := tc.g.Check()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("Check() = %v, want problems with %v", errs, tc.want)
+			}
+			for i, err := range errs {
+				if !strings.Contains(err.Error(), tc.want[i]) {
+					t.Errorf("problem %d = %q, want it to name %s", i, err, tc.want[i])
+				}
 			}
 		})
 	}

@@ -163,6 +163,13 @@ func (c *Config) Validate(fs *cli.FlagSet) []error {
 		}
 	}
 
+	c.checkTLS(name, bad)
+	c.checkSASL(name, bad)
+	return errs
+}
+
+// checkTLS checks that the TLS files are given in pairs and load.
+func (c *Config) checkTLS(name func(string) string, bad func(flag, format string, args ...any)) {
 	if c.TLSCertFile != "" && c.TLSKeyFile == "" {
 		bad(FlagTLSCertFile, "set without %s", name(FlagTLSKeyFile))
 	}
@@ -186,7 +193,10 @@ func (c *Config) Validate(fs *cli.FlagSet) []error {
 			bad(FlagTLSCertFile, "with %s: %v", name(FlagTLSKeyFile), err)
 		}
 	}
+}
 
+// checkSASL checks the mechanism and its credentials.
+func (c *Config) checkSASL(name func(string) string, bad func(flag, format string, args ...any)) {
 	mech := strings.ToLower(c.SASLMechanism)
 	switch mech {
 	case "":
@@ -215,7 +225,6 @@ func (c *Config) Validate(fs *cli.FlagSet) []error {
 			bad(FlagSASLPasswordFile, "%v", err)
 		}
 	}
-	return errs
 }
 
 // Opts returns the kgo options that connect as c describes: kgo.SeedBrokers,

@@ -237,93 +237,88 @@ func (c Config) WithDefaults() Config {
 // does not apply defaults: a zero field that has a default is reported, so
 // call it after WithDefaults unless zero values came from the user.
 func (c Config) Validate() []error {
-	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, cli.Errorf(flag, format, args...))
+	var p problems
+	c.checkTopics(&p)
+	p = append(p, consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()...)
+	c.checkLimits(&p)
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"max-delay", c.MaxDelay}, {"commit-interval", c.CommitInterval}, {"revoke-timeout", c.RevokeTimeout}, {"shutdown-timeout", c.ShutdownTimeout}} {
+		if d.v <= 0 {
+			p.bad(d.flag, "%v: must be positive", d.v)
+		}
 	}
+	return p
+}
+
+// problems collects the problems of a Config, each naming its flag.
+type problems []error
+
+func (p *problems) bad(flag, format string, args ...any) {
+	*p = append(*p, cli.Errorf(flag, format, args...))
+}
+
+// checkTopics checks the tiers, the topic names and the allowed targets.
+func (c Config) checkTopics(p *problems) {
 	if c.Tiers.Len() == 0 {
-		bad("tiers", "no tiers")
+		p.bad("tiers", "no tiers")
 	}
 	if c.Prefix == "" {
-		bad("topic-prefix", "must not be empty")
+		p.bad("topic-prefix", "must not be empty")
 	}
 	for _, t := range []struct{ flag, topic string }{
 		{"target", c.Target}, {"dlq-topic", c.DeadLetter}, {"outcomes-topic", c.Outcomes},
 	} {
 		if err := tiers.ValidTopic(t.topic); err != nil {
-			bad(t.flag, "%v", err)
+			p.bad(t.flag, "%v", err)
 		}
 	}
 	if err := tiers.ValidTopic(tiers.Topic(c.Prefix, c.Tiers.Largest())); err != nil {
-		bad("topic-prefix", "%v", err)
+		p.bad("topic-prefix", "%v", err)
 	}
 	if c.Prefix != "" && c.Tiers.Len() > 0 {
 		if reason := c.forbidden(c.Target); reason != "" {
-			bad("target", "%s is %s", c.Target, reason)
+			p.bad("target", "%s is %s", c.Target, reason)
 		}
 		if c.DeadLetter == c.Outcomes {
-			bad("dlq-topic", "%s is also the outcomes topic", c.DeadLetter)
+			p.bad("dlq-topic", "%s is also the outcomes topic", c.DeadLetter)
 		}
 		if strings.HasPrefix(c.DeadLetter, c.delayPrefix()) || strings.HasPrefix(c.Outcomes, c.delayPrefix()) {
-			bad("dlq-topic", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
+			p.bad("dlq-topic", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
 		}
 	}
-	for _, p := range c.AllowedTargets {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
-			bad("allowed-targets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", p)
+	for _, pat := range c.AllowedTargets {
+		if _, err := path.Match(pat, ""); err != nil || pat == "" {
+			p.bad("allowed-targets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", pat)
 		}
 	}
-	if len(c.InstanceID) > 249 || strings.ContainsFunc(c.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		bad("instance-id", "%q: want at most 249 printable ASCII characters without spaces", c.InstanceID)
-	}
-	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
-		bad("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
-	}
+}
+
+// checkLimits checks the record limits and the bounds of what the router
+// holds.
+func (c Config) checkLimits(p *problems) {
 	for _, l := range []struct {
-		flag string
-		v    int
-	}{{"max-key-bytes", c.Limits.KeyBytes}, {"max-header-bytes", c.Limits.HeaderBytes}, {"max-headers", c.Limits.Headers}, {"max-value-bytes", c.Limits.ValueBytes}} {
-		if l.v < 1 {
-			bad(l.flag, "%d: must be at least 1", l.v)
+		flag   string
+		v, min int
+		unit   string
+	}{
+		{"max-key-bytes", c.Limits.KeyBytes, 1, "1"}, {"max-header-bytes", c.Limits.HeaderBytes, 1, "1"},
+		{"max-headers", c.Limits.Headers, 1, "1"}, {"max-value-bytes", c.Limits.ValueBytes, 1, "1"},
+		{"timer-capacity", c.TimerCapacity, 1, "1"}, {"timer-bytes", c.TimerBytes, 1 << 20, "1 MiB"},
+		{"max-held-per-partition", c.MaxHeldPerPartition, 1, "1"},
+		{"max-held-bytes-per-partition", c.MaxHeldBytesPerPartition, 1 << 20, "1 MiB"},
+		{"max-in-flight-per-target", c.MaxInFlightPerTarget, 1, "1"},
+		{"fetch-partition-bytes", int(c.FetchPartitionBytes), 1 << 10, "1024"},
+	} {
+		if l.v < l.min {
+			p.bad(l.flag, "%d: must be at least %s", l.v, l.unit)
 		}
 	}
-	if c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes > record.MaxDeadLetterBytes-16<<10 {
-		bad("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
-			c.Limits.KeyBytes+c.Limits.HeaderBytes+c.Limits.ValueBytes, record.MaxDeadLetterBytes-16<<10)
+	if sum := c.Limits.KeyBytes + c.Limits.HeaderBytes + c.Limits.ValueBytes; sum > record.MaxDeadLetterBytes-16<<10 {
+		p.bad("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
+			sum, record.MaxDeadLetterBytes-16<<10)
 	}
-	if c.Group == "" {
-		bad("group", "must not be empty")
-	}
-	if c.MaxDelay <= 0 {
-		bad("max-delay", "%v: must be positive", c.MaxDelay)
-	}
-	if c.TimerCapacity < 1 {
-		bad("timer-capacity", "%d: must be at least 1", c.TimerCapacity)
-	}
-	if c.TimerBytes < 1<<20 {
-		bad("timer-bytes", "%d: must be at least 1 MiB", c.TimerBytes)
-	}
-	if c.MaxHeldPerPartition < 1 {
-		bad("max-held-per-partition", "%d: must be at least 1", c.MaxHeldPerPartition)
-	}
-	if c.MaxHeldBytesPerPartition < 1<<20 {
-		bad("max-held-bytes-per-partition", "%d: must be at least 1 MiB", c.MaxHeldBytesPerPartition)
-	}
-	if c.MaxInFlightPerTarget < 1 {
-		bad("max-in-flight-per-target", "%d: must be at least 1", c.MaxInFlightPerTarget)
-	}
-	if c.FetchPartitionBytes < 1<<10 {
-		bad("fetch-partition-bytes", "%d: must be at least 1024", c.FetchPartitionBytes)
-	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"commit-interval", c.CommitInterval}, {"revoke-timeout", c.RevokeTimeout}, {"shutdown-timeout", c.ShutdownTimeout}} {
-		if d.v <= 0 {
-			bad(d.flag, "%v: must be positive", d.v)
-		}
-	}
-	return errs
 }
 
 // delayPrefix is what every delay topic's name starts with.
