@@ -3,6 +3,8 @@
 // servers, and private Postgres servers to stop and start), chtest (a
 // ClickHouse database on the shared server, and a private server), kfaketest
 // (one in-process kfake cluster per test package, and a goroutine leak
-// check) and poll (a bounded wait for a condition). Only _test.go files and
+// check), poll (a bounded wait for a condition) and cmdtest (run a command
+// with bounded time and captured output, and check how it refuses bad
+// configuration). Only _test.go files and
 // other test helpers import them.
 package testutil

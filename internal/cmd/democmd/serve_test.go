@@ -14,10 +14,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/cmd/cmdtest"
 	"github.com/hourglass/hourglass/internal/cmd/democmd"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )

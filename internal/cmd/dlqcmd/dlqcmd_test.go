@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/cmd/cmdtest"
 	"github.com/hourglass/hourglass/internal/cmd/dlqcmd"
+	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cmd/cancellercmd"
-	"github.com/hourglass/hourglass/internal/cmd/cmdtest"
 	"github.com/hourglass/hourglass/internal/cmd/hourglasscmd"
 	"github.com/hourglass/hourglass/internal/cmd/routercmd"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 )
 
 // topics runs `hourglass topics args...`.

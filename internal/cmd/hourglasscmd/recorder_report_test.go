@@ -21,13 +21,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/cmd/cmdtest"
 	"github.com/hourglass/hourglass/internal/cmd/recordercmd"
 	"github.com/hourglass/hourglass/internal/cmd/reportcmd"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/report"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cmd/cmdtest"
 	"github.com/hourglass/hourglass/internal/cmd/reconcilecmd"
+	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 )
 
