@@ -66,11 +66,11 @@ type Config struct {
 // record with Take and finish it with Done; Start commits in the
 // background, Close makes the last commit and leaves the group.
 //
-// Every commit, the periodic ones and those of a revoke, a loss and the
-// stop, is serialized by one lock held from the reading of the watermarks
-// to the commit's answer, so that a commit computed before a revoke never
-// lands after it (on a partition another member may already have moved
-// on).
+// Every commit, the periodic ones and those of a revoke and the stop, is
+// serialized by one lock held from the reading of the watermarks to the
+// commit's answer; a revoked or lost partition is forgotten under that lock,
+// so that no commit computed before it lands after it (on a partition
+// another member may already have moved on).
 type Member struct {
 	cfg  Config
 	cl   *kgo.Client
@@ -279,36 +279,36 @@ func (m *Member) forget(parts map[string][]int32) commits {
 
 // Revoked lets the service finish or hand off what it took from the
 // revoked partitions, bounded by RevokeTimeout, then commits their
-// watermarks and forgets them. The commit lock is held throughout. The
-// client calls it at a revoke (between polls); a service's tests call it to
-// act out one.
+// watermarks and forgets them, under the commit lock, so that no later
+// commit names them. Commits go on while the service lets go: the group
+// gives the partitions to another member only once Revoked returns, and
+// any commit before that is at most the one Revoked makes. The client
+// calls it at a revoke (between polls); a service's tests call it to act
+// out one.
 func (m *Member) Revoked(revoked map[string][]int32) {
 	if len(revoked) == 0 {
 		return
 	}
-	err := m.comm.Do(func() commits {
-		m.cfg.Release(revoked, false, time.Now().Add(m.cfg.RevokeTimeout))
-		return m.forget(revoked)
-	})
-	if err != nil {
+	m.cfg.Release(revoked, false, time.Now().Add(m.cfg.RevokeTimeout))
+	if err := m.comm.Do(func() commits { return m.forget(revoked) }); err != nil {
 		m.log.Warn("commit at revoke failed; the next owner reads the records after the last commit again", "err", err)
 	}
 }
 
-// Lost lets the service drop what it took from lost partitions and forgets
-// them: their offsets cannot be committed any more. The commit lock is
-// held, so that no commit computed before the loss lands after it. The
-// client calls it when the member lost its partitions (its session expired,
-// or it was fenced); a service's tests call it to act out one.
+// Lost forgets lost partitions, under the commit lock, so that no commit
+// names them from then on: another member may own them already. Then it lets
+// the service drop what it took from them. The client calls it when the
+// member lost its partitions (its session expired, or it was fenced); a
+// service's tests call it to act out one.
 func (m *Member) Lost(lost map[string][]int32) {
 	if len(lost) == 0 {
 		return
 	}
 	_ = m.comm.Do(func() commits {
-		m.cfg.Release(lost, true, time.Now().Add(m.cfg.RevokeTimeout))
 		m.forget(lost)
 		return nil
 	})
+	m.cfg.Release(lost, true, time.Now().Add(m.cfg.RevokeTimeout))
 }
 
 // FetchErrors handles a poll's errors: a batch too large to decompress, or
