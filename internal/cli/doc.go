@@ -7,10 +7,14 @@
 // environment variable that is set but empty counts as unset, so a Helm chart
 // or a shell script can leave a variable blank to mean "use the default".
 //
-// Both -flag and --flag spellings are accepted. Errors name where a bad value
-// came from: `--max-delay: "abc" is not a duration` for a flag, and
-// `HOURGLASS_MAX_DELAY (--max-delay): "abc" is not a duration` for an
-// environment variable. [FlagSet.Name] gives the same kind of name for use in
+// Both -flag and --flag spellings are accepted; errors always use --flag. A
+// bad command line is a [CommandLineError] that ends with where to look
+// (`see router --help`): an unknown flag, with the closest flag if one is
+// close (`unknown flag --tier; did you mean --tiers?`, see [Suggest]), a
+// flag without its value, a value that does not parse. Errors name where a
+// bad value came from: `--max-delay: "abc" is not a duration; want ...` for
+// a flag, and `HOURGLASS_MAX_DELAY (--max-delay): "abc" is not a duration;
+// want ...` for an environment variable. [FlagSet.Name] gives the same kind of name for use in
 // a command's own validation messages, and [FlagSet.PrintConfig] shows every
 // effective value with where it came from, masking secrets.
 package cli

@@ -21,14 +21,14 @@ const (
 	SourceDefault = "default"
 )
 
-// FlagSet is a flag.FlagSet whose flags each have an environment variable
-// fallback. Flags win over env; env wins over the default.
+// FlagSet is a set of command-line flags, each with an optional environment
+// variable fallback. Flags win over env; env wins over the default.
 //
 // Register flags with the *Var methods, then call [FlagSet.Parse] once. The
 // zero value is not usable; create one with [NewFlagSet]. Registering the
 // same flag name twice panics, as it does with the flag package.
 type FlagSet struct {
-	fs      *flag.FlagSet
+	name    string // the command, for the hint of a *CommandLineError
 	header  string
 	out     io.Writer
 	entries []*entry // in registration order, which Usage and PrintConfig keep
@@ -36,13 +36,12 @@ type FlagSet struct {
 
 	// lookupEnv reads the environment; os.LookupEnv unless a test replaces it.
 	lookupEnv func(string) (string, bool)
-	// flagErr is the first bad command-line value seen by the current Parse.
-	flagErr error
+	// args are the arguments after the flags, set by Parse.
+	args []string
 }
 
 // entry is one registered flag.
 type entry struct {
-	f      *FlagSet
 	name   string
 	env    string // "" means no environment fallback
 	usage  string // with any `placeholder` backquotes removed
@@ -68,17 +67,14 @@ func Env(flag string) string {
 	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// NewFlagSet returns an empty FlagSet named name. Its errors are returned by
-// Parse (flag.ContinueOnError), never printed or acted on; Usage writes
-// usageHeader and the flag list to os.Stderr unless SetOutput changes that.
+// NewFlagSet returns an empty FlagSet for the command name, as a user types
+// it ("router", "hourglass dlq list"): errors about the command line point
+// to `name --help`. Its errors are returned by Parse, never printed or acted
+// on; Usage writes usageHeader and the flag list to os.Stderr unless
+// SetOutput changes that.
 func NewFlagSet(name, usageHeader string) *FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	// The flag package would print its own error and usage; Parse reports
-	// errors itself and prints Usage only for -h.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	return &FlagSet{
-		fs:        fs,
+		name:      name,
 		header:    usageHeader,
 		out:       os.Stderr,
 		byName:    make(map[string]*entry),
@@ -108,10 +104,9 @@ func (f *FlagSet) add(name, env, usage, defArg, def string, v value) {
 	if _, isBool := v.(*boolValue); isBool {
 		arg = ""
 	}
-	e := &entry{f: f, name: name, env: env, usage: usage, arg: arg, def: def, val: v, source: SourceDefault}
+	e := &entry{name: name, env: env, usage: usage, arg: arg, def: def, val: v, source: SourceDefault}
 	f.entries = append(f.entries, e)
 	f.byName[name] = e
-	f.fs.Var(e, name, usage)
 }
 
 // StringVar defines a string flag --name with environment fallback env (""
@@ -184,4 +179,4 @@ func (f *FlagSet) Name(flag string) string {
 }
 
 // Args returns the arguments left after the flags.
-func (f *FlagSet) Args() []string { return f.fs.Args() }
+func (f *FlagSet) Args() []string { return f.args }

@@ -141,11 +141,6 @@ func TestParse(t *testing.T) {
 			args:    []string{"--tls=maybe"},
 			wantErr: `--tls: "maybe" is not a boolean`,
 		},
-		{
-			name:    "unknown flag",
-			args:    []string{"--nope"},
-			wantErr: "flag provided but not defined: -nope",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,26 +7,9 @@ import (
 	"time"
 )
 
-// String implements flag.Value.
-func (e *entry) String() string {
-	if e == nil || e.val == nil {
-		return ""
-	}
-	return e.val.String()
-}
-
-// Set implements flag.Value for command-line values, recording an error that
-// names the flag for Parse to return.
-func (e *entry) Set(s string) error {
-	err := e.val.parse(s)
-	if err != nil && e.f.flagErr == nil {
-		e.f.flagErr = fmt.Errorf("--%s: %w", e.name, err)
-	}
-	return err
-}
-
-// IsBoolFlag lets the flag package accept a bool flag without a value.
-func (e *entry) IsBoolFlag() bool {
+// isBool reports whether e is a bool flag, which takes no value on the
+// command line.
+func (e *entry) isBool() bool {
 	_, ok := e.val.(*boolValue)
 	return ok
 }
@@ -65,7 +48,7 @@ type boolValue bool
 func (v *boolValue) parse(s string) error {
 	b, err := strconv.ParseBool(strings.TrimSpace(s))
 	if err != nil {
-		return fmt.Errorf("%q is not a boolean", s)
+		return fmt.Errorf("%q is not a boolean; want true or false", s)
 	}
 	*v = boolValue(b)
 	return nil
@@ -77,7 +60,7 @@ type durationValue time.Duration
 func (v *durationValue) parse(s string) error {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
-		return fmt.Errorf("%q is not a duration", s)
+		return fmt.Errorf("%q is not a duration; want a number with a unit, like 5s, 250ms or 1m30s", s)
 	}
 	*v = durationValue(d)
 	return nil

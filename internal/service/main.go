@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hourglass/hourglass/internal/cli"
 )
 
 // Command is the entry point of a command: it runs until done or until ctx is
@@ -16,6 +18,8 @@ import (
 type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // UsageError is a bad command line or configuration; Main exits 2 for it.
+// Main prints a bad command line (a *cli.CommandLineError) as it is and
+// anything else as an invalid configuration.
 type UsageError struct{ Err error }
 
 func (e UsageError) Error() string { return e.Err.Error() }
@@ -32,10 +36,16 @@ func Main(name string, cmd Command) {
 }
 
 func exitCode(name string, err error, stderr io.Writer) int {
-	var ue UsageError
+	var (
+		ue UsageError
+		ce *cli.CommandLineError
+	)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ce):
+		fmt.Fprintf(stderr, "%s: %v\n", name, ce)
+		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "%s: invalid configuration:\n%v\n", name, ue.Err)
 		return 2

@@ -15,7 +15,8 @@ import (
 )
 
 // ParseArgs parses args into fs. --help returns flag.ErrHelp (Main exits 0
-// for it); a bad flag or a stray argument is a UsageError.
+// for it); a bad flag or a stray argument is a UsageError (a bad command
+// line wraps a *cli.CommandLineError).
 func ParseArgs(fs *cli.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -24,7 +25,7 @@ func ParseArgs(fs *cli.FlagSet, args []string) error {
 		return UsageError{err}
 	}
 	if len(fs.Args()) > 0 {
-		return UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return UsageError{fs.BadArgs("unexpected arguments %q", fs.Args())}
 	}
 	return nil
 }

@@ -57,7 +57,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 			return flag.ErrHelp
 		}
-		return service.UsageError{Err: errors.New("dlq: want a subcommand: list or replay")}
+		err := errors.New("dlq needs a subcommand: list or replay")
+		if len(args) > 0 {
+			err = fmt.Errorf("unknown dlq subcommand %q; want list or replay", args[0])
+		}
+		// The usage, just printed, says where to look.
+		return service.UsageError{Err: &cli.CommandLineError{Err: err}}
 	}
 	sub, args := args[0], args[1:]
 	o, err := parse(sub, args, stderr)

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/service"
 )
 
@@ -52,12 +53,13 @@ var subcommands = map[string]service.Command{
 	"canceller": cancellercmd.Run,
 }
 
-// Run is the hourglass tool: it dispatches to its subcommands.
+// Run is the hourglass tool: it dispatches to its subcommands. Without a
+// command it prints the usage and returns a UsageError that says so.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 		fmt.Fprint(stderr, hourglassUsage)
 		if len(args) == 0 {
-			return service.UsageError{Err: errors.New("no command")}
+			return service.UsageError{Err: &cli.CommandLineError{Err: errors.New("no command given; try hourglass demo for a pipeline on this machine")}}
 		}
 		return flag.ErrHelp
 	}
@@ -68,7 +70,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return service.UsageError{Err: fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))}
+		err := fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))
+		if s := cli.Suggest(args[0], names); s != "" {
+			err = fmt.Errorf("unknown command %q; did you mean %s?", args[0], s)
+		}
+		return service.UsageError{Err: &cli.CommandLineError{Cmd: "hourglass", Err: err}}
 	}
-	return cmd(ctx, args[1:], stdout, stderr)
+	err := cmd(ctx, args[1:], stdout, stderr)
+	// The hint of a bad command line names the command as run here.
+	var ce *cli.CommandLineError
+	if errors.As(err, &ce) && ce.Cmd != "" && !strings.HasPrefix(ce.Cmd, "hourglass ") {
+		ce.Cmd = "hourglass " + ce.Cmd
+	}
+	return err
 }
