@@ -1,5 +1,11 @@
-// Package cli builds command-line flag sets whose flags each fall back to an
+// Package cli builds command-line flag sets whose flags fall back to an
 // environment variable.
+//
+// A flag has an environment variable or it has none, and the help says
+// which: [FlagSet.Usage] shows each flag with "env HOURGLASS_MAX_DELAY" or
+// with "no env", under [FlagsHeading]. Service flags, which Helm charts and
+// scripts set, have one named by [Env]; flags of one-off commands (a report
+// window, a dry run) may have none.
 //
 // Precedence is flag, then environment, then default: a flag given on the
 // command line always wins; otherwise a non-empty environment variable is

@@ -230,6 +230,32 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestUsageNoEnv: a flag without an environment variable says so.
+func TestUsageNoEnv(t *testing.T) {
+	t.Parallel()
+	var (
+		check bool
+		limit int
+	)
+	f := NewFlagSet("test", "usage: test [flags]\n\n"+FlagsHeading)
+	var out bytes.Buffer
+	f.SetOutput(&out)
+	f.BoolVar(&check, "check", "", false, "only check")
+	f.IntVar(&limit, "limit", "", 20, "at most `n`")
+	f.Usage()
+	want := `usage: test [flags]
+
+Flags (a flag wins over its environment variable; "no env" marks a flag without one):
+  --check  (no env)
+        only check
+  --limit n  (no env, default 20)
+        at most n
+`
+	if out.String() != want {
+		t.Errorf("usage:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 func TestName(t *testing.T) {
 	t.Parallel()
 	f, _ := newTestFlagSet(nil)

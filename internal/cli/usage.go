@@ -6,10 +6,17 @@ import (
 	"strings"
 )
 
+// FlagsHeading introduces the flag list at the end of a command's usage
+// header. It is true of every FlagSet: Usage shows each flag with its
+// environment variable, or "no env" for a flag without one.
+const FlagsHeading = `Flags (a flag wins over its environment variable; "no env" marks a flag without one):`
+
 // Usage writes the usage header, then every flag in registration order with
-// its environment variable and default:
+// its environment variable, or "no env", and its default:
 //
 //	--brokers host:port,...  (env HOURGLASS_BROKERS, default 127.0.0.1:9092)
+//	      usage text
+//	--check  (no env)
 //	      usage text
 func (f *FlagSet) Usage() {
 	var b strings.Builder
@@ -26,18 +33,16 @@ func (f *FlagSet) Usage() {
 			b.WriteByte(' ')
 			b.WriteString(e.arg)
 		}
-		var notes []string
+		b.WriteString("  (")
 		if e.env != "" {
-			notes = append(notes, "env "+e.env)
+			b.WriteString("env " + e.env)
+		} else {
+			b.WriteString("no env")
 		}
 		if e.def != "" {
-			notes = append(notes, "default "+e.mask(e.def))
+			b.WriteString(", default " + e.mask(e.def))
 		}
-		if len(notes) > 0 {
-			b.WriteString("  (")
-			b.WriteString(strings.Join(notes, ", "))
-			b.WriteByte(')')
-		}
+		b.WriteByte(')')
 		b.WriteByte('\n')
 		if e.usage != "" {
 			b.WriteString("        ")

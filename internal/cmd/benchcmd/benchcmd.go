@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/topics"
@@ -62,8 +63,7 @@ deadlines reach each step.
 
 Usage: hourglass bench [flags]
 
-Flags:
-`
+` + cli.FlagsHeading + "\n"
 
 // benchResult is the JSON line of a throughput run.
 type benchResult struct {

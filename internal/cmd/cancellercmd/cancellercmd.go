@@ -29,8 +29,7 @@ record is committed only when its close and its events are durable.
 
 Usage: canceller [flags]
 
-Flags (each has an environment variable; flags win):
-`
+` + cli.FlagsHeading + "\n"
 
 // Config is the canceller service's configuration.
 type Config struct {

@@ -41,8 +41,7 @@ Orders the store does not know are closed when due.
 
 Usage: hourglass demo [flags]
 
-Flags:
-`
+` + cli.FlagsHeading + "\n"
 
 type demoConfig struct {
 	listen     string

@@ -46,14 +46,12 @@ the task's record, so replay skips those too: schedule them anew. Replaying twic
 twice, which an idempotent closer reports as already_closed.
 
 Usage: hourglass dlq list|replay [flags]
-
-Flags (an environment variable, where a flag has one, is shown with it; flags win):
 `
 
 // Run is the `hourglass dlq` command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "replay") {
-		fmt.Fprint(stderr, dlqUsage+"  run hourglass dlq list --help or hourglass dlq replay --help\n")
+		fmt.Fprint(stderr, dlqUsage+"\nRun hourglass dlq list --help or hourglass dlq replay --help for their flags.\n")
 		if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 			return flag.ErrHelp
 		}
@@ -107,7 +105,7 @@ type options struct {
 // parse parses and validates the flags of dlq sub (list or replay).
 func parse(sub string, args []string, stderr io.Writer) (*options, error) {
 	var o options
-	fs := cli.NewFlagSet("dlq "+sub, dlqUsage)
+	fs := cli.NewFlagSet("dlq "+sub, dlqUsage+"\n"+cli.FlagsHeading+"\n")
 	fs.SetOutput(stderr)
 	o.register(fs, sub)
 	if err := service.ParseArgs(fs, args); err != nil {

@@ -60,3 +60,33 @@ func TestNoCommand(t *testing.T) {
 		t.Errorf("stderr is not the usage:\n%s", stderr)
 	}
 }
+
+// TestHelpNamesEnv: every flag line of every command's help names its
+// environment variable or says it has none, and no help claims that every
+// flag has one.
+func TestHelpNamesEnv(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"router"}, {"canceller"}, {"topics"}, {"dlq", "list"}, {"dlq", "replay"},
+		{"reconcile"}, {"recorder"}, {"report"}, {"demo"}, {"bench"},
+	} {
+		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
+			_, stderr, _ := cmdtest.Run(t, hourglasscmd.Run, append(cmd, "--help")...)
+			if strings.Contains(stderr, "each has an environment variable") {
+				t.Errorf("help claims every flag has an environment variable:\n%s", stderr)
+			}
+			n := 0
+			for line := range strings.Lines(stderr) {
+				if !strings.HasPrefix(line, "  --") {
+					continue
+				}
+				n++
+				if !strings.Contains(line, "  (env HOURGLASS_") && !strings.Contains(line, "  (no env") {
+					t.Errorf("flag line names no environment variable and does not say it has none: %q", line)
+				}
+			}
+			if n == 0 {
+				t.Errorf("no flag lines in the help:\n%s", stderr)
+			}
+		})
+	}
+}

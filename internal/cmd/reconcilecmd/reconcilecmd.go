@@ -33,8 +33,7 @@ a CronJob. --dry-run only counts. Exit status 1 when a close failed.
 
 Usage: hourglass reconcile --closers FILE [flags]
 
-Flags (each has an environment variable; flags win):
-`
+` + cli.FlagsHeading + "\n"
 
 // Run is the `hourglass reconcile` command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

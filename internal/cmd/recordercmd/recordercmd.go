@@ -41,8 +41,7 @@ migrations are idempotent). It waits for ClickHouse at start.
 
 Usage: hourglass recorder [flags]
 
-Flags (each has an environment variable; flags win):
-`
+` + cli.FlagsHeading + "\n"
 
 // Config is the recorder command's configuration.
 type Config struct {

@@ -28,8 +28,7 @@ when it was recorded twice. The window is --since (up to now) or --from and
 Usage: hourglass report [--since 1h | --from T [--to T]] [--format text|json] [--html FILE]
                         [--late-threshold 1s] [--limit 20] [clickhouse flags]
 
-Flags (ClickHouse flags have an environment variable; flags win):
-`
+` + cli.FlagsHeading + "\n"
 
 // DefaultReportSince is the report window when none is given.
 const DefaultReportSince = time.Hour

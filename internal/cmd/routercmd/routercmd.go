@@ -26,8 +26,7 @@ the reason.
 
 Usage: router [flags]
 
-Flags (each has an environment variable; flags win):
-`
+` + cli.FlagsHeading + "\n"
 
 // Config is the router service's configuration.
 type Config struct {

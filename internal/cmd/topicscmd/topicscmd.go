@@ -22,8 +22,7 @@ the command exits 1.
 
 Usage: hourglass topics [flags]
 
-Flags (each has an environment variable; flags win):
-`
+` + cli.FlagsHeading + "\n"
 
 // Run is the `hourglass topics` command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
