@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestSecret(t *testing.T) {
@@ -96,6 +98,40 @@ func TestTLS(t *testing.T) {
 			if !strings.Contains(all, w) {
 				t.Errorf("%s: errors %q do not contain %q", tc.name, all, w)
 			}
+		}
+	}
+}
+
+// TestSecretYAML: a Secret decodes from {env}, {file} or {value}; a plain
+// value is refused with how to write one, without repeating it.
+func TestSecretYAML(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Secret
+		wantErr string
+	}{
+		{in: "s: {env: ORDERS_DSN}", want: Secret{Env: "ORDERS_DSN"}},
+		{in: "s: {file: /run/token}", want: Secret{File: "/run/token"}},
+		{in: "s: {value: x}", want: Secret{Value: "x"}},
+		{in: "s:", want: Secret{}},
+		{in: "s: hunter2", wantErr: "a secret is written {env: NAME} (an environment variable) or {file: PATH} (a file), or {value: ...} inline for tests; got a plain value"},
+		{in: "s: [a]", wantErr: "got a list"},
+		{in: "s: {path: /run/token}", wantErr: `unknown key "path"`},
+		{in: "s: {env: [A]}", wantErr: "env: want a string"},
+	}
+	for _, tt := range tests {
+		var v struct {
+			S Secret `yaml:"s"`
+		}
+		err := yaml.Unmarshal([]byte(tt.in), &v)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("%s: error %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || v.S != tt.want {
+			t.Errorf("%s: %+v, %v; want %+v", tt.in, v.S, err, tt.want)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Secret is a credential (a DSN, a token, a password) given by reference,
@@ -79,4 +81,45 @@ func (s Secret) String() string {
 		return "value:<redacted>"
 	}
 	return "unset"
+}
+
+// UnmarshalYAML decodes a Secret from a mapping of one of env, file and
+// value, refusing unknown keys. A Secret written as a plain value is
+// refused with how to write it, without repeating the value: it may be the
+// secret itself.
+func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	const how = "a secret is written {env: NAME} (an environment variable) or {file: PATH} (a file), or {value: ...} inline for tests"
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		*s = Secret{}
+		return nil
+	case n.Kind == yaml.SequenceNode:
+		return errors.New(how + "; got a list")
+	case n.Kind != yaml.MappingNode:
+		return errors.New(how + "; got a plain value")
+	}
+	var out Secret
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var dst *string
+		switch k.Value {
+		case "env":
+			dst = &out.Env
+		case "file":
+			dst = &out.File
+		case "value":
+			dst = &out.Value
+		default:
+			return fmt.Errorf("unknown key %q; %s", k.Value, how)
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%s: want a string", k.Value)
+		}
+		*dst = v.Value
+	}
+	*s = out
+	return nil
 }
