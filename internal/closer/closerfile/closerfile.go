@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -74,17 +75,62 @@ func Load(path string) (File, error) {
 	return Parse(b, path)
 }
 
-// Parse decodes and validates a closers file; name is used in errors.
+// Parse decodes and validates a closers file; name is used in errors. It
+// reports every problem at once, in the order of the file, each on a line
+// of its own as name:line: path: problem (test.yaml:7:
+// closers.order-timeout.http.timeout: ...), under "name: N problems:" when
+// there are several. Unknown keys are problems; a secret written as a plain string and
+// a duration written without a unit get a hint.
 func Parse(b []byte, name string) (File, error) {
-	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	var root yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			return File{}, fmt.Errorf("%s: empty; want a closers: map of task kinds", name)
 		}
 		return File{}, fmt.Errorf("%s: %w", name, err)
 	}
+	var f File
+	d := decoder{lines: make(map[string]int)}
+	d.decode(root.Content[0], reflect.ValueOf(&f).Elem(), "")
+	f.applyDefaults()
+	problems := d.problems
+	for _, err := range f.Validate() {
+		p := problem{msg: err.Error()}
+		if path, msg, ok := strings.Cut(p.msg, ": "); ok && !strings.Contains(path, " ") {
+			p.path, p.msg = path, msg
+		}
+		at, _, _ := strings.Cut(err.Error(), " ")
+		p.line = lineOf(strings.TrimSuffix(at, ":"), d.lines)
+		if !under(p.path, d.problems) {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		return f, nil
+	}
+	slices.SortStableFunc(problems, func(a, b problem) int { return a.line - b.line })
+	var out strings.Builder
+	if len(problems) > 1 {
+		fmt.Fprintf(&out, "%s: %d problems:", name, len(problems))
+	}
+	for _, p := range problems {
+		if out.Len() > 0 {
+			out.WriteString("\n  ")
+		}
+		out.WriteString(name)
+		if p.line > 0 {
+			fmt.Fprintf(&out, ":%d", p.line)
+		}
+		if p.path != "" {
+			out.WriteString(": " + p.path)
+		}
+		out.WriteString(": " + p.msg)
+	}
+	return File{}, errors.New(out.String())
+}
+
+// applyDefaults sets the defaults of every entry and its closer.
+func (f File) applyDefaults() {
 	for kind, e := range f.Closers {
 		if e.RateBurst == 0 {
 			e.RateBurst = DefaultRateBurst
@@ -102,13 +148,33 @@ func Parse(b []byte, name string) (File, error) {
 		}
 		f.Closers[kind] = e
 	}
-	if errs := f.Validate(); len(errs) > 0 {
-		for i, err := range errs {
-			errs[i] = fmt.Errorf("%s: %w", name, err)
+}
+
+// under reports whether path is at or under the path of a problem (a
+// problem of the whole file is above every path): a value that did not
+// decode has its zero value, whose validation error would only repeat the
+// problem.
+func under(path string, problems []problem) bool {
+	for _, p := range problems {
+		if p.path == "" || path == p.path || strings.HasPrefix(path, p.path+".") {
+			return true
 		}
-		return File{}, errors.Join(errs...)
 	}
-	return f, nil
+	return false
+}
+
+// lineOf is the line of path, or of its nearest parent that has one.
+func lineOf(path string, lines map[string]int) int {
+	for {
+		if l, ok := lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexByte(path, '.')
+		if i < 0 {
+			return 0
+		}
+		path = path[:i]
+	}
 }
 
 // Validate reports every problem of f, each prefixed with its place in the

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -44,7 +45,7 @@ closers:
 		},
 		{name: "empty", file: "", wantErr: []string{"test.yaml: empty"}},
 		{name: "no kinds", file: "closers: {}\n", wantErr: []string{"closers: no task kinds"}},
-		{name: "unknown key", file: "closers:\n  a:\n    log: {}\n    retries: 3\n", wantErr: []string{"line 4", "retries"}},
+		{name: "unknown key", file: "closers:\n  a:\n    log: {}\n    retries: 3\n", wantErr: []string{`test.yaml:4: closers.a.retries: unknown key "retries"; want one of sql, http, kafka, log, rate_limit, rate_burst`}},
 		{name: "unknown closer key", file: "closers:\n  a:\n    http: {url: 'http://x/{id}', verb: POST}\n", wantErr: []string{"verb"}},
 		{name: "two closers", file: "closers:\n  a:\n    log: {}\n    kafka: {topic: t}\n", wantErr: []string{"closers.a: set exactly one of sql, http, kafka and log"}},
 		{name: "no closer", file: "closers:\n  a:\n    rate_limit: 5\n", wantErr: []string{"closers.a: set exactly one"}},
@@ -75,7 +76,7 @@ closers:
 						t.Errorf("error %q\ndoes not contain %q", err, w)
 					}
 				}
-				if !strings.HasPrefix(err.Error(), "test.yaml: ") {
+				if !strings.HasPrefix(err.Error(), "test.yaml:") {
 					t.Errorf("error %q does not name the file", err)
 				}
 				return
@@ -96,6 +97,97 @@ closers:
 				}
 			}
 		})
+	}
+}
+
+// TestParseAllProblems: a file with several mistakes reports all of them
+// at once, decoding and validation alike, in the order of the file, each
+// with its line and dotted path.
+func TestParseAllProblems(t *testing.T) {
+	file := `closers:
+  order-timeout:
+    http:
+      url: https://orders.internal/api/orders/{id}/close
+      bearer_token: abc
+      timeout: 5
+  reminder:
+    kafka: {topic: "bad topic", timout: 2s}
+    rate_limit: fast
+  audit:
+    log: {}
+    sql: {driver: postgres, dsn: {env: CLOSERS_TEST_UNSET}, statement_timeout: 1 minute}
+`
+	want := `test.yaml: 8 problems:
+  test.yaml:5: closers.order-timeout.http.bearer_token: a secret is written {env: NAME} (an environment variable) or {file: PATH} (a file), or {value: ...} inline for tests; got a plain value
+  test.yaml:6: closers.order-timeout.http.timeout: 5 is not a duration; write a string with a unit, like "5s" or "250ms"
+  test.yaml:8: closers.reminder.kafka.timout: unknown key "timout"; did you mean timeout?
+  test.yaml:8: closers.reminder.kafka.topic: topic name "bad topic" has ' ': only ASCII letters, digits, '.', '_' and '-' are allowed
+  test.yaml:9: closers.reminder.rate_limit: want a number, got "fast"
+  test.yaml:10: closers.audit: set exactly one of sql, http, kafka and log
+  test.yaml:12: closers.audit.sql.statement_timeout: 1 minute is not a duration; write a string with a unit, like "5s" or "250ms"
+  test.yaml:12: closers.audit.sql.dsn: environment variable CLOSERS_TEST_UNSET is not set`
+	_, err := Parse([]byte(file), "test.yaml")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if err.Error() != want {
+		t.Errorf("error:\n%s\nwant:\n%s", err, want)
+	}
+	if strings.Contains(err.Error(), "abc") {
+		t.Errorf("the error repeats what may be a secret")
+	}
+}
+
+// TestParseHints: how each kind of mistake is reported.
+func TestParseHints(t *testing.T) {
+	tests := []struct{ name, file, want string }{
+		{"secret as a string", "closers:\n  a:\n    sql: {driver: postgres, dsn: 'postgres://u:pw@db/x'}\n",
+			"test.yaml:3: closers.a.sql.dsn: a secret is written {env: NAME} (an environment variable) or {file: PATH} (a file), or {value: ...} inline for tests; got a plain value"},
+		{"secret with an unknown key", "closers:\n  a:\n    http: {url: 'http://x/{id}', bearer_token: {environment: T}}\n",
+			`test.yaml:3: closers.a.http.bearer_token: unknown key "environment"; a secret is written {env: NAME} (an environment variable) or {file: PATH} (a file), or {value: ...} inline for tests`},
+		{"duration as a number", "closers:\n  a:\n    kafka:\n      topic: t\n      timeout: 250\n",
+			`test.yaml:5: closers.a.kafka.timeout: 250 is not a duration; write a string with a unit, like "5s" or "250ms"`},
+		{"duration as a list", "closers:\n  a:\n    kafka: {topic: t, timeout: [1s]}\n",
+			`test.yaml:3: closers.a.kafka.timeout: want a duration, got a list; write a string with a unit, like "5s" or "250ms"`},
+		{"closer not a mapping", "closers:\n  a:\n    kafka: sms\n",
+			`test.yaml:3: closers.a.kafka: want a mapping of topic, value, timeout, got "sms"`},
+		{"key twice", "closers:\n  a:\n    log: {}\n    rate_limit: 1\n    rate_limit: 2\n",
+			"test.yaml:5: closers.a.rate_limit: set twice"},
+		{"not a closers file", "- a\n- b\n", "test.yaml:1: want a mapping of closers, got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.file), "test.yaml")
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseAnchors: durations, secrets and merge keys decode as yaml
+// would, the mapping's own keys winning over merged ones.
+func TestParseAnchors(t *testing.T) {
+	file := `closers:
+  a:
+    http: &http
+      url: http://x/{id}
+      timeout: 250ms
+      method: PUT
+  b:
+    http:
+      <<: *http
+      method: PATCH
+      bearer_token: {env: TOKEN_TEST}
+`
+	t.Setenv("TOKEN_TEST", "t")
+	f, err := Parse([]byte(file), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.Closers["a"].HTTP, f.Closers["b"].HTTP
+	if a.Method != "PUT" || b.Method != "PATCH" || b.URL != "http://x/{id}" || b.Timeout != 250*time.Millisecond || b.BearerToken.Env != "TOKEN_TEST" {
+		t.Errorf("a %+v\nb %+v", a, b)
 	}
 }
 

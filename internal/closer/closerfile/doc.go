@@ -17,8 +17,10 @@
 //	  audit:
 //	    log: {}
 //
-// Each kind has exactly one of sql, http, kafka and log. Unknown keys are
-// errors, and every problem is reported with its place in the file
-// (closers.order-timeout.sql.table). A task whose kind is not in the file
+// Each kind has exactly one of sql, http, kafka and log. Secrets are
+// written {env: NAME} or {file: PATH}, durations as strings with a unit
+// ("5s", "250ms"). Unknown keys are errors, and every problem of a file is
+// reported at once, each with its line and place in the file
+// (closers.yaml:7: closers.order-timeout.sql.table: ...). A task whose kind is not in the file
 // goes to the dead-letter topic (reason unknown_kind).
 package closerfile

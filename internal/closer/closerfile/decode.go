@@ -1,0 +1,255 @@
+package closerfile
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hourglass/hourglass/internal/cli"
+)
+
+// problem is one problem of a closers file, at a place in it.
+type problem struct {
+	line int    // 0 if not known
+	path string // dotted: closers.order-timeout.http.timeout
+	msg  string
+}
+
+// decoder decodes a YAML document into a Go value by walking both together,
+// so that it reports every problem at once (yaml's decoder stops at the
+// first that is not a type mismatch, and names no place but a line), each
+// with its dotted path and line. It handles structs by their yaml tags (not
+// inline ones, which the closers file does not use), maps with string keys
+// and pointers; other values, and types that decode themselves (such as
+// credential.Secret), are decoded by yaml, except time.Duration, which
+// wants a string.
+type decoder struct {
+	problems []problem
+	// lines is the line of each path seen, for placing validation errors.
+	lines map[string]int
+}
+
+var (
+	durationType    = reflect.TypeFor[time.Duration]()
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	textType        = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
+	d.problems = append(d.problems, problem{line: n.Line, path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+// decode decodes n into v, which is settable, at path.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if _, seen := d.lines[path]; !seen {
+		d.lines[path] = n.Line
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // leaves the zero value, as yaml does
+	}
+	t := v.Type()
+	switch {
+	case t == durationType:
+		d.duration(n, v, path)
+	case reflect.PointerTo(t).Implements(unmarshalerType), reflect.PointerTo(t).Implements(textType):
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.fail(n, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+	case t.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		d.decode(n, v.Elem(), path)
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			d.fail(n, path, "want a mapping of %s, got %s", strings.Join(fieldNames(t), ", "), describe(n))
+			return
+		}
+		d.fields(n, v, path, make(map[string]bool))
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		d.mapping(n, v, path)
+	default:
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.fail(n, path, "want %s, got %s", want(t), describe(n))
+		}
+	}
+}
+
+// fields decodes mapping n into struct v, each key into the field of that
+// yaml name; seen holds the keys already set. Merge keys (<<: *anchor) are
+// decoded first, so the mapping's own keys win.
+func (d *decoder) fields(n *yaml.Node, v reflect.Value, path string, seen map[string]bool) {
+	byName := make(map[string]int)
+	for i := range v.NumField() {
+		if name := fieldName(v.Type().Field(i)); name != "" {
+			byName[name] = i
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k, val := n.Content[i], n.Content[i+1]; k.Value == "<<" {
+			d.merge(val, v, path)
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Value == "<<" {
+			continue
+		}
+		at := join(path, k.Value)
+		f, ok := byName[k.Value]
+		switch {
+		case !ok:
+			d.fail(k, at, "%s", unknownKey(k.Value, fieldNames(v.Type())))
+		case seen[k.Value]:
+			d.fail(k, at, "set twice")
+		default:
+			seen[k.Value] = true
+			d.lines[at] = k.Line
+			d.decode(val, v.Field(f), at)
+		}
+	}
+}
+
+// merge decodes the mapping, or list of mappings, of a merge key into v.
+func (d *decoder) merge(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		d.fields(n, v, path, make(map[string]bool))
+	case yaml.SequenceNode:
+		for _, m := range n.Content {
+			d.merge(m, v, path)
+		}
+	default:
+		d.fail(n, path, "<< merges a mapping, got %s", describe(n))
+	}
+}
+
+// mapping decodes mapping n into map v.
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "want a mapping, got %s", describe(n))
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(t))
+	}
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		at := join(path, k.Value)
+		if seen[k.Value] {
+			d.fail(k, at, "set twice")
+			continue
+		}
+		seen[k.Value] = true
+		d.lines[at] = k.Line
+		elem := reflect.New(t.Elem()).Elem()
+		d.decode(val, elem, at)
+		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), elem)
+	}
+}
+
+// duration decodes a time.Duration, which is written as a string with a
+// unit: a bare number would be nanoseconds, which nobody means.
+func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
+	const hint = `write a string with a unit, like "5s" or "250ms"`
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, path, "want a duration, got %s; %s", describe(n), hint)
+		return
+	}
+	dur, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil || n.ShortTag() != "!!str" {
+		d.fail(n, path, "%s is not a duration; %s", n.Value, hint)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// fieldName is the yaml key of a struct field; "" if it has none.
+func fieldName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	switch name {
+	case "-":
+		return ""
+	case "":
+		return strings.ToLower(f.Name)
+	}
+	return name
+}
+
+// fieldNames are the yaml keys of struct type t, in order.
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		if name := fieldName(t.Field(i)); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// unknownKey says that key is not one of keys, suggesting the closest.
+func unknownKey(key string, keys []string) string {
+	if len(keys) == 0 {
+		return fmt.Sprintf("unknown key %q; this takes no keys", key)
+	}
+	if s := cli.Suggest(key, keys); s != "" {
+		return fmt.Sprintf("unknown key %q; did you mean %s?", key, s)
+	}
+	return fmt.Sprintf("unknown key %q; want one of %s", key, strings.Join(keys, ", "))
+}
+
+// want describes what a value of type t is written as.
+func want(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "a mapping"
+}
+
+// describe describes what n is, quoting a scalar (cut to 40 bytes).
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:40] + "..."
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// join is path.key.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
