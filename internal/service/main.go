@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/version"
 )
 
 // Command is the entry point of a command: it runs until done or until ctx is
@@ -27,12 +28,45 @@ func (e UsageError) Unwrap() error { return e.Err }
 
 // Main runs cmd with the process's arguments and stops it gracefully on
 // SIGINT or SIGTERM. It exits 0 after a clean stop or --help, 2 for bad
-// configuration and 1 for any other error.
+// configuration and 1 for any other error. With --version among the
+// arguments it prints the version and exits 0 without running cmd, so that
+// no other flag is checked and no broker is needed.
 func Main(name string, cmd Command) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := cmd(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, name, cmd, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(name, err, os.Stderr))
+	os.Exit(code)
+}
+
+// run is Main without the process: it returns the exit code.
+func run(ctx context.Context, name string, cmd Command, args []string, stdout, stderr io.Writer) int {
+	if VersionRequested(args) {
+		PrintVersion(stdout, name)
+		return 0
+	}
+	return exitCode(name, cmd(ctx, args, stdout, stderr), stderr)
+}
+
+// VersionRequested reports whether args ask for the version: a --version
+// or -version (=true) before any "--". It looks past other flags and
+// commands, so that `router --brokers x --version` and `hourglass router
+// --version` print the version too.
+func VersionRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--version", "-version", "--version=true", "-version=true":
+			return true
+		}
+	}
+	return false
+}
+
+// PrintVersion writes the program's name and its [version.Info] on one
+// line.
+func PrintVersion(w io.Writer, name string) {
+	fmt.Fprintln(w, name, version.Get())
 }
 
 func exitCode(name string, err error, stderr io.Writer) int {

@@ -28,6 +28,7 @@ goes to the dead-letter topic. Every attempt produces an outcome event, and a
 record is committed only when its close and its events are durable.
 
 Usage: canceller [flags]
+       canceller --version
 
 ` + cli.FlagsHeading + "\n"
 

@@ -37,6 +37,7 @@ Commands:
   report      summarize a time window of outcomes from ClickHouse (text, json, html)
   router      run the router service (same as the router binary)
   canceller   run the canceller service (same as the canceller binary)
+  version     print the version, VCS revision and Go version (also --version)
 
 Run "hourglass <command> --help" for a command's flags.
 `
@@ -51,6 +52,27 @@ var subcommands = map[string]service.Command{
 	"report":    reportcmd.Run,
 	"router":    routercmd.Run,
 	"canceller": cancellercmd.Run,
+	"version":   runVersion,
+}
+
+const versionUsage = `Usage: hourglass version
+
+Prints the version, the VCS revision with its time and whether the tree was
+modified, and the Go version and platform the binary was built with. Every
+binary and command also takes --version.
+`
+
+// runVersion is `hourglass version`.
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
+			fmt.Fprint(stderr, versionUsage)
+			return flag.ErrHelp
+		}
+		return service.UsageError{Err: fmt.Errorf("version takes no arguments, got %q", args)}
+	}
+	service.PrintVersion(stdout, "hourglass")
+	return nil
 }
 
 // Run is the hourglass tool: it dispatches to its subcommands. Without a

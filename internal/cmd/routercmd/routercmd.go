@@ -25,6 +25,7 @@ sends malformed, oversized or misdirected ones to the dead-letter topic with
 the reason.
 
 Usage: router [flags]
+       router --version
 
 ` + cli.FlagsHeading + "\n"
 
