@@ -6,6 +6,9 @@
 #   docker build -t hourglass .
 #   docker run --rm hourglass router --help
 #
+# `make release VERSION=vX.Y.Z` builds it with docker buildx as
+# ghcr.io/hourglass/hourglass:vX.Y.Z, the chart's default image.
+#
 # deploy/image_test.go runs this file's go build command, so a recipe that
 # no longer builds fails `go test ./deploy/...`.
 
@@ -22,10 +25,13 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .
+# What --version reports (internal/version); `make release` sets them. The
+# build context has no .git, so go build records no revision itself.
+ARG VERSION="" REVISION="" REVISION_TIME="" MODIFIED=""
 # Static (no cgo), reproducible paths (-trimpath), no symbol table or DWARF.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/ ./cmd/hourglass ./cmd/router ./cmd/canceller
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/hourglass/hourglass/internal/version.Version=${VERSION} -X github.com/hourglass/hourglass/internal/version.Revision=${REVISION} -X github.com/hourglass/hourglass/internal/version.Time=${REVISION_TIME} -X github.com/hourglass/hourglass/internal/version.Modified=${MODIFIED}" -o /out/ ./cmd/hourglass ./cmd/router ./cmd/canceller
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/hourglass /hourglass

@@ -1,6 +1,10 @@
 # Hourglass. `make help` lists the targets.
 GO ?= go
 BIN := bin
+# The image `make release` and `make image` build; the Helm chart's default
+# image.repository is the same (deploy/release_test.go checks it).
+IMAGE ?= ghcr.io/hourglass/hourglass
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .DEFAULT_GOAL := help
 
@@ -81,8 +85,13 @@ kube-check: ## the chart on a local kube-apiserver + etcd with kwok nodes: dry-r
 	deploy/tools/kube/check.sh $(VALUES)
 
 .PHONY: image
-image: ## build the container image (needs a Docker engine)
-	docker build -t hourglass:dev .
+image: ## build the container image, tagged IMAGE:dev (needs a Docker engine)
+	docker build -t $(IMAGE):dev .
+
+.PHONY: release
+release: ## release VERSION=vX.Y.Z into dist/: a tar.gz per platform (PLATFORMS=), SHA256SUMS, the chart; the image IMAGE:VERSION when docker is there (PUSH=1)
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z [PLATFORMS='linux/amd64 darwin/arm64'] [IMAGE=$(IMAGE)] [PUSH=1]"; exit 2; }
+	GO=$(GO) VERSION=$(VERSION) PLATFORMS="$(PLATFORMS)" IMAGE=$(IMAGE) PUSH=$(PUSH) scripts/release.sh
 
 .PHONY: ci
 ci: ## what CI runs
@@ -90,4 +99,4 @@ ci: ## what CI runs
 
 .PHONY: clean
 clean: ## remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
