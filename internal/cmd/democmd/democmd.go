@@ -178,6 +178,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *closer.Memory, run string, t *embedded.Tally, stdout io.Writer) error {
 	start := time.Now()
 	scheduled := 0
+	headed := false // progressHeader printed
 	produceErr := make(chan error, 1)
 	payments := make([]*time.Timer, 0, c.orders)
 	defer func() {
@@ -226,9 +227,15 @@ func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *clos
 			}
 		case <-tick.C:
 			snap := t.Snapshot()
-			fmt.Fprintf(stdout, "%5.0fs  scheduled %5d/%d  closed %5d  skipped-as-paid %4d  pending %5d  lateness p50 %3d ms  p99 %4d ms  max %4d ms\n",
-				time.Since(start).Seconds(), scheduled, c.orders, snap.Outcomes[outcome.Closed], snap.Outcomes[outcome.Skipped],
-				scheduled-snap.Tasks, snap.Late.P50, snap.Late.P99, snap.Late.Max)
+			if !headed {
+				fmt.Fprintln(stdout, progressHeader)
+				headed = true
+			}
+			fmt.Fprintln(stdout, progress{
+				elapsed: time.Since(start), scheduled: scheduled, orders: c.orders,
+				closed: snap.Outcomes[outcome.Closed], paid: snap.Outcomes[outcome.Skipped], pending: scheduled - snap.Tasks,
+				p50: snap.Late.P50, p99: snap.Late.P99, max: snap.Late.Max,
+			}.line())
 			if scheduled == c.orders && snap.Tasks >= c.orders {
 				printSummary(stdout, c.orders, scheduled, t, time.Since(start))
 				return nil
@@ -239,8 +246,9 @@ func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *clos
 
 func printSummary(w io.Writer, orders, scheduled int, t *embedded.Tally, took time.Duration) {
 	s := t.Snapshot()
-	fmt.Fprintf(w, "\nSummary after %.0fs: %d orders scheduled, %d closed, %d skipped as paid, %d already closed, %d pending\n",
-		took.Seconds(), scheduled, s.Outcomes[outcome.Closed], s.Outcomes[outcome.Skipped], s.Outcomes[outcome.AlreadyClosed], scheduled-s.Tasks)
+	fmt.Fprintf(w, "\nSummary after %.0fs: %s orders scheduled, %s closed, %s skipped as paid, %s already closed, %s pending\n",
+		took.Seconds(), thousands(int64(scheduled)), thousands(int64(s.Outcomes[outcome.Closed])), thousands(int64(s.Outcomes[outcome.Skipped])),
+		thousands(int64(s.Outcomes[outcome.AlreadyClosed])), thousands(int64(scheduled-s.Tasks)))
 	fmt.Fprintf(w, "Lateness (close time - due time): p50 %d ms, p99 %d ms, max %d ms; closed early: %d; duplicate outcomes: %d\n",
 		s.Late.P50, s.Late.P99, s.Late.Max, s.Early, s.Duplicates)
 }
