@@ -7,9 +7,12 @@
 // A Report renders as aligned text (the default of `hourglass report`),
 // JSON with stable field names (lateness in milliseconds, times in RFC
 // 3339), or one self-contained HTML page: inline CSS and inline SVG charts
-// drawn by this package (outcomes as bars, p50/p99/max lateness over time),
+// drawn by this package (outcomes as bars, p50/p99/max lateness over time
+// on a logarithmic axis so that one spike does not flatten the
+// percentiles, failed and retried attempts over time as stacked bars),
 // with no script and nothing loaded from elsewhere, so it can be mailed or
-// archived as one file.
+// archived as one file. Text and HTML write counts with thousands
+// separators (1,234,567); JSON keeps plain numbers.
 //
 // Task ids, kinds, outcomes, paths and errors come from whoever produced the
 // events, so no format prints them raw: text and HTML write them through

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +50,28 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return err
 }
 
+// thousands formats n with a comma between groups of three digits:
+// 1234567 is "1,234,567". The text and HTML reports write counts with it;
+// JSON keeps plain numbers.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	b := make([]byte, 0, len(s)+len(s)/3+1)
+	if neg {
+		b = append(b, '-')
+	}
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
 // ms formats milliseconds as a duration: 1500 is "1.5s".
 func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
 
@@ -90,8 +113,9 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) writeSummary(b *strings.Builder) {
 	s := r.Summary
 	fmt.Fprintf(b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), cli.Quote(r.Database))
-	fmt.Fprintf(b, "Attempts %d (tasks %d): final %d, retried %d, failed %d; late (over %s) %d; duplicate rows ignored %d\n",
-		s.Attempts, s.Tasks, s.Final, s.Retried, s.Failed, ms(r.LateThresholdMs), s.Late, s.DuplicateRows)
+	fmt.Fprintf(b, "Attempts %s (tasks %s): final %s, retried %s, failed %s; late (over %s) %s; duplicate rows ignored %s\n",
+		thousands(s.Attempts), thousands(s.Tasks), thousands(s.Final), thousands(s.Retried), thousands(s.Failed), ms(r.LateThresholdMs),
+		thousands(s.Late), thousands(s.DuplicateRows))
 	if s.Lateness.Count > 0 {
 		l := s.Lateness
 		fmt.Fprintf(b, "Lateness of final attempts: p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max))
@@ -120,7 +144,7 @@ func writeTable(b *strings.Builder, title string, header string, rows [][]string
 func (r *Report) outcomeRows() [][]string {
 	var rows [][]string
 	for _, o := range r.Outcomes {
-		rows = append(rows, []string{cli.Quote(string(o.Outcome)), fmt.Sprint(o.Attempts)})
+		rows = append(rows, []string{cli.Quote(string(o.Outcome)), thousands(o.Attempts)})
 	}
 	return rows
 }
@@ -129,7 +153,7 @@ func (r *Report) outcomeRows() [][]string {
 func (r *Report) countRows() [][]string {
 	var rows [][]string
 	for _, c := range r.Counts {
-		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(string(c.Outcome)), fmt.Sprint(c.Attempts), fmt.Sprint(c.DuplicateRows)})
+		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(string(c.Outcome)), thousands(c.Attempts), thousands(c.DuplicateRows)})
 	}
 	return rows
 }
@@ -138,7 +162,7 @@ func (r *Report) countRows() [][]string {
 func (r *Report) latenessRows() [][]string {
 	var rows [][]string
 	for _, l := range r.Lateness {
-		rows = append(rows, []string{cli.Quote(tierName(l.Tier)), cli.Quote(l.Kind), fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
+		rows = append(rows, []string{cli.Quote(tierName(l.Tier)), cli.Quote(l.Kind), thousands(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
 	}
 	return rows
 }
@@ -165,7 +189,7 @@ func (r *Report) lateRows() [][]string {
 func (r *Report) timelineRows() [][]string {
 	var rows [][]string
 	for _, k := range r.Timeline {
-		rows = append(rows, []string{k.Start.Format(timeLayout), fmt.Sprint(k.Count), bucketMs(k.Count, k.P50), bucketMs(k.Count, k.P99), bucketMs(k.Count, k.Max), fmt.Sprint(k.Failed), fmt.Sprint(k.Retried)})
+		rows = append(rows, []string{k.Start.Format(timeLayout), thousands(k.Count), bucketMs(k.Count, k.P50), bucketMs(k.Count, k.P99), bucketMs(k.Count, k.Max), thousands(k.Failed), thousands(k.Retried)})
 	}
 	return rows
 }
