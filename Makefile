@@ -33,6 +33,11 @@ lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
+.PHONY: report-png
+report-png: ## the HTML report of fixed data rendered by headless Chromium to bin/report.png (and bin/report.html)
+	@command -v chromium >/dev/null || { echo "report-png: no chromium on PATH; scripts/deps.sh installs it"; exit 1; }
+	$(GO) test -count=1 -run '^TestHTMLScreenshot$$' -v ./internal/report/ -args -report-png=$(abspath $(BIN))/report.png
+
 .PHONY: fuzz
 fuzz: ## fuzz the record header decoder for a minute
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./pkg/tiers

@@ -3,8 +3,9 @@
 # leaves alone what is already there. It is idempotent; the test command runs
 # it first. The tests need Go, promtool for the alerting rules, PostgreSQL and
 # MariaDB (the sql closer's order stores) and ClickHouse (the recorder and
-# reports) on loopback, and helm, kubeconform and Kubernetes schemas for the
-# chart (pinned, built with go install); Kafka is kfake, in the test process.
+# reports) on loopback, helm, kubeconform and Kubernetes schemas for the
+# chart (pinned, built with go install), and Chromium, which renders the HTML
+# report to a PNG; Kafka is kfake, in the test process.
 set -euo pipefail
 
 need_go="1.26"
@@ -45,6 +46,24 @@ if ! command -v promtool >/dev/null 2>&1; then
   install -m 0755 "$work/root/usr/bin/promtool" "$tools/promtool"
 fi
 have_promtool=$(promtool --version 2>&1 | sed -n 's/^promtool, version \([^ ]*\).*/\1/p')
+
+# chromium renders the HTML report in a real browser to a PNG
+# (internal/report TestHTMLScreenshot, make report-png); Debian's package,
+# with the fonts it recommends so that the text is drawn.
+if ! command -v chromium >/dev/null 2>&1; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps: chromium is required (internal/report screenshot test); put it on PATH, there is no apt-get here" >&2
+    exit 1
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: chromium missing; run scripts/deps.sh as root (it runs apt-get install chromium)" >&2
+    exit 1
+  fi
+  echo "deps: chromium missing; installing Debian's chromium package"
+  apt-get update -qq || { echo "deps: apt-get update failed; cannot install chromium" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+    || { echo "deps: apt-get install chromium failed" >&2; exit 1; }
+fi
 
 scripts_dir="$(cd "$(dirname "$0")" && pwd)"
 "$scripts_dir/databases.sh"
