@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # run.sh: build k6 with the k6/x/hourglass extension and the verify command
 # into ../bin, run a k6 scenario against a local pipeline (hourglass demo
-# --serve with its order store) or, with BROKERS set, against a cluster, then
-# verify that every task got its outcome: none lost, none early, paid orders
-# skipped. Exits with verify's status (1: lost, early or wrong outcomes; 2:
-# could not verify), or with k6's when only k6 failed (99: a threshold).
+# --serve with its order store) or, with BROKERS set, against a cluster.
+# k6 itself judges the run: the extension reads the outcomes topic during
+# the run, teardown() waits up to WAIT past the last due time, and the
+# scenario's thresholds fail k6 (exit 99) on a task lost, closed early or
+# given the wrong outcome, on a close lateness above MAX_P99 or
+# MAX_LATENESS, or on a produce error. verify then reads the manifest and
+# the outcomes topic again, as a second opinion that also counts duplicates
+# and unexpected events. Exits with k6's status when k6 failed (99: a
+# threshold), else with verify's (1: lost, early or wrong outcomes, or over
+# a bound; 2: could not verify).
 #
 # Parameters (environment):
 #   SCRIPT     scripts/<SCRIPT> to run                 (constant.js; ramp.js
@@ -15,9 +21,13 @@
 #   MAX_DELAY  longest delay drawn                     (10s)
 #   TIERS      delay tiers, as the router's            (1s,2s,5s,10s)
 #   PAID       fraction of orders paid (needs a store) (0.2 local, 0 with BROKERS)
-#   WAIT       how long past the last due time verify waits for outcomes (30s)
-#   MAX_P99    verify fails when the lateness p99 is above it (1s; 0: no bound)
-#   MAX_LATENESS  verify fails when the largest lateness is above it (5s; 0: none)
+#   WAIT       how long past the last due time k6 (and verify) wait for
+#              outcomes                                (30s)
+#   MAX_P99    the k6 threshold hourglass_close_lateness p(99), and verify's
+#              bound                                   (1s; 0: no bound)
+#   MAX_LATENESS  the threshold hourglass_close_lateness max, and verify's
+#              bound                                   (5s; 0: none)
+#   MAX_PRODUCE_P99  the threshold hourglass_produce_latency p(99) (1s; 0: none)
 #   OUT        directory for the manifest and logs     (a new temporary one)
 #   BROKERS    a cluster's brokers: no local pipeline is started; the
 #              router and canceller must run there with the same TIERS.
@@ -43,6 +53,7 @@ TIERS=${TIERS:-1s,2s,5s,10s}
 WAIT=${WAIT:-30s}
 MAX_P99=${MAX_P99:-1s}
 MAX_LATENESS=${MAX_LATENESS:-5s}
+MAX_PRODUCE_P99=${MAX_PRODUCE_P99:-1s}
 PARTITIONS=${PARTITIONS:-6}
 out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hourglass-loadtest.XXXXXX")}
 mkdir -p "$out"
@@ -104,9 +115,13 @@ fi
 manifest=$out/manifest.jsonl
 echo "run.sh: k6 run scripts/$SCRIPT: $RATE/s for $DURATION, delays up to $MAX_DELAY, paid $PAID; output in $out"
 set +e
-timeout --kill-after=10s $(( run_s + 180 )) "$bin/k6" run --quiet --no-color \
+# k6 runs for the scenario, then its teardown waits for the outcomes: up to
+# MAX_DELAY and WAIT more.
+k6_limit=$(( run_s + $(seconds "$MAX_DELAY" MAX_DELAY) + $(seconds "$WAIT" WAIT) + 180 ))
+timeout --kill-after=10s "$k6_limit" "$bin/k6" run --quiet --no-color \
   -e BROKERS="$BROKERS" -e STORE_URL="${STORE_URL:-}" -e TIERS="$TIERS" -e RATE="$RATE" \
   -e DURATION="$DURATION" -e MAX_DELAY="$MAX_DELAY" -e PAID="$PAID" -e MANIFEST="$manifest" \
+  -e WAIT="$WAIT" -e MAX_P99="$MAX_P99" -e MAX_LATENESS="$MAX_LATENESS" -e MAX_PRODUCE_P99="$MAX_PRODUCE_P99" \
   "$here/scripts/$SCRIPT" 2>&1 | tee "$out/k6.log"
 k6_rc=${PIPESTATUS[0]}
 set -e
@@ -124,12 +139,12 @@ set -e
 echo "run.sh: verify report (JSON): $out/verify.json"
 stop_demo
 
-if (( verify_rc != 0 )); then
-  echo "run.sh: verify failed ($verify_rc); manifest, logs and report in $out" >&2
-  exit "$verify_rc"
-fi
 if (( k6_rc != 0 )); then
-  echo "run.sh: k6 failed ($k6_rc, 99 is a failed threshold); logs in $out" >&2
+  echo "run.sh: k6 failed ($k6_rc, 99 is a failed threshold); verify exited $verify_rc; manifest, logs and report in $out" >&2
   exit "$k6_rc"
+fi
+if (( verify_rc != 0 )); then
+  echo "run.sh: k6 passed but verify failed ($verify_rc); manifest, logs and report in $out" >&2
+  exit "$verify_rc"
 fi
 echo "run.sh: OK; manifest, logs and report in $out"

@@ -7,7 +7,7 @@
 //   START_RATE (1000/s), MAX_RATE (20000/s), STEPS (5), STEP_DURATION (20s),
 //   MAX_DELAY (10s), PAID (0.2); see lib.js.
 import exec from 'k6/execution';
-import { env, num, scheduleOne, finish, thresholds, summaryTrendStats } from './lib.js';
+import { env, num, scheduleOne, finish, thresholds, summaryTrendStats, teardownTimeout } from './lib.js';
 
 const start = num('START_RATE', 1000);
 const max = num('MAX_RATE', 20000);
@@ -52,6 +52,7 @@ export const options = {
   },
   thresholds: Object.assign({}, thresholds, stepThresholds),
   summaryTrendStats,
+  teardownTimeout,
 };
 
 export default function () {

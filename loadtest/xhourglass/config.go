@@ -22,6 +22,8 @@ const (
 	DefaultDeliveryTimeout = 30 * time.Second
 	DefaultClientID        = "hourglass-k6"
 	DefaultStoreTimeout    = 5 * time.Second
+	DefaultOutcomeWait     = 30 * time.Second
+	maxOutcomeWait         = time.Hour
 	maxMaxInFlight         = 1_000_000
 	maxRunIDLen            = 64
 )
@@ -63,6 +65,18 @@ type ProducerConfig struct {
 	// starts with "lt-<runId>-". Default: one id per k6 process, from the
 	// time and a random number; scripts pass RUN_ID.
 	RunID string `json:"runId"`
+	// Outcomes reads the outcomes topic during the run and judges every
+	// task by its first final outcome: the close lateness, early and
+	// wrong outcomes as they come, and at close() the tasks lost. Default
+	// true; false when the test may not read the outcomes topic.
+	Outcomes *bool `json:"outcomes"`
+	// OutcomesTopic is the topic the canceller writes its outcome events
+	// to. Default "<prefix>outcomes".
+	OutcomesTopic string `json:"outcomesTopic"`
+	// OutcomeWait is how long past the last due time close() waits for
+	// the tasks without a final outcome before it counts them lost.
+	// Default 30s.
+	OutcomeWait Duration `json:"outcomeWait"`
 	// ClientID is the Kafka client id. Default "hourglass-k6".
 	ClientID string `json:"clientId"`
 	// TLS connects with TLS. Default: off.
@@ -119,6 +133,16 @@ func (c ProducerConfig) WithDefaults(runID string) ProducerConfig {
 	}
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID
+	}
+	if c.Outcomes == nil {
+		on := true
+		c.Outcomes = &on
+	}
+	if c.OutcomesTopic == "" {
+		c.OutcomesTopic = tiers.OutcomesTopic(c.Prefix)
+	}
+	if c.OutcomeWait == 0 {
+		c.OutcomeWait = Duration(DefaultOutcomeWait)
 	}
 	return c
 }
@@ -180,6 +204,12 @@ func (c ProducerConfig) Validate() []error {
 	}
 	if len(c.RunID) > maxRunIDLen || tiers.ValidTopic(c.RunID) != nil {
 		bad("runId", "%q: want 1 to %d ASCII letters, digits, '.', '_' or '-'", c.RunID, maxRunIDLen)
+	}
+	if err := tiers.ValidTopic(c.OutcomesTopic); err != nil {
+		bad("outcomesTopic", "%q: %v", c.OutcomesTopic, err)
+	}
+	if c.OutcomeWait < 0 || c.OutcomeWait > Duration(maxOutcomeWait) {
+		bad("outcomeWait", "%v: want 0 to %v", time.Duration(c.OutcomeWait), maxOutcomeWait)
 	}
 	return errs
 }

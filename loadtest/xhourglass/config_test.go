@@ -74,6 +74,7 @@ func TestProducerConfigDefaults(t *testing.T) {
 		Brokers: StringList{"127.0.0.1:9092"}, Prefix: "hourglass.", Tiers: "1m,5m,30m", RunID: "run1",
 		Manifest: "hourglass-manifest-run1.jsonl", StoreTimeout: Duration(5 * time.Second), MaxInFlight: 10_000,
 		DeliveryTimeout: Duration(30 * time.Second), ClientID: "hourglass-k6",
+		Outcomes: ptr(true), OutcomesTopic: "hourglass.outcomes", OutcomeWait: Duration(30 * time.Second),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
@@ -93,10 +94,11 @@ func TestProducerConfigValidate(t *testing.T) {
 		{"every problem", ProducerConfig{
 			Brokers: StringList{"nope"}, Prefix: "bad prefix ", Tiers: "1x", Kind: strings.Repeat("k", 129),
 			StoreURL: "ftp://x", StoreTimeout: Duration(-1), MaxInFlight: -1, Linger: ptr(Duration(-time.Second)),
-			DeliveryTimeout: Duration(time.Millisecond), RunID: "a/b",
+			DeliveryTimeout: Duration(time.Millisecond), RunID: "a/b", OutcomesTopic: "bad topic", OutcomeWait: Duration(-time.Second),
 		}, []string{
 			`brokers: broker "nope" is not host:port`, `prefix: "bad prefix "`, `tiers: tier "1x"`, "kind: 129 characters",
 			`storeUrl: "ftp://x"`, "storeTimeout: -1ns", "maxInFlight: -1", "linger: -1s", "deliveryTimeout: 1ms", `runId: "a/b"`,
+			`outcomesTopic: "bad topic"`, "outcomeWait: -1s",
 		}},
 		{"tls and sasl keys named as in the config", ProducerConfig{
 			TLS:  &TLSConfig{CertFile: "/nonexistent/cert.pem"},

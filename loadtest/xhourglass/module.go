@@ -27,13 +27,18 @@ const (
 	MetricProduceErrors  = "hourglass_produce_errors"
 	MetricPayErrors      = "hourglass_pay_errors"
 	MetricProduceLatency = "hourglass_produce_latency"
+	MetricCloseLateness  = "hourglass_close_lateness"
+	MetricOutcomes       = "hourglass_outcomes"
+	MetricEarly          = "hourglass_early"
+	MetricWrongOutcome   = "hourglass_wrong_outcome"
+	MetricLost           = "hourglass_lost"
 )
 
 // reportEvery is how often, at most, the samples of a producer are pushed.
 const reportEvery = 100 * time.Millisecond
 
-// closeTimeout bounds close(): the delivery timeout bounds every record, and
-// this bounds the wait for the client's buffer on top.
+// closeTimeout bounds the flush of Close: the delivery timeout bounds every
+// record, and this bounds the wait for the client's buffer on top.
 const closeTimeout = 2 * time.Minute
 
 func init() { modules.Register(ImportPath, new(RootModule)) }
@@ -52,13 +57,19 @@ func (*RootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 			errors:    r.MustNewMetric(MetricProduceErrors, metrics.Counter),
 			payErrors: r.MustNewMetric(MetricPayErrors, metrics.Counter),
 			latency:   r.MustNewMetric(MetricProduceLatency, metrics.Trend, metrics.Time),
+			lateness:  r.MustNewMetric(MetricCloseLateness, metrics.Trend, metrics.Time),
+			outcomes:  r.MustNewMetric(MetricOutcomes, metrics.Counter),
+			early:     r.MustNewMetric(MetricEarly, metrics.Counter),
+			wrong:     r.MustNewMetric(MetricWrongOutcome, metrics.Counter),
+			lost:      r.MustNewMetric(MetricLost, metrics.Counter),
 		}
 	}
 	return mi
 }
 
 type moduleMetrics struct {
-	produced, errors, payErrors, latency *metrics.Metric
+	produced, errors, payErrors, latency   *metrics.Metric
+	lateness, outcomes, early, wrong, lost *metrics.Metric
 }
 
 // ModuleInstance is the module as one VU sees it.
@@ -163,12 +174,16 @@ func (mi *ModuleInstance) schedule(sp *sharedProducer, arg sobek.Value) sobek.Va
 }
 
 // close is producer.close(): it waits for the tasks in flight, closes the
-// manifest and returns the totals. Call it from teardown().
+// manifest, waits for the outcomes of the tasks (pushing their samples as
+// they come, then hourglass_lost) and returns the totals. Call it from
+// teardown(), whose timeout must cover the wait.
 func (mi *ModuleInstance) close(sp *sharedProducer) sobek.Value {
 	rt := mi.vu.Runtime()
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	st, err := sp.Close(ctx)
+	ctx := mi.vu.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := sp.Close(ctx, func() { mi.report(sp, true) })
 	forget(sp)
 	mi.report(sp, true)
 	if err != nil {
@@ -208,6 +223,22 @@ func (mi *ModuleInstance) report(sp *sharedProducer, force bool) {
 		sample(mi.m.payErrors, float64(d.PayErrors)))
 	for _, l := range d.Latencies {
 		samples = append(samples, sample(mi.m.latency, metrics.D(l)))
+	}
+	if sp.Config().Outcomes != nil && *sp.Config().Outcomes {
+		o := d.Outcomes
+		samples = append(samples,
+			sample(mi.m.early, float64(o.Early)),
+			sample(mi.m.wrong, float64(o.WrongOutcome)),
+			sample(mi.m.lost, float64(d.Lost)))
+		for _, l := range o.Lateness {
+			samples = append(samples, sample(mi.m.lateness, metrics.D(l)))
+		}
+		for out, n := range o.Final {
+			samples = append(samples, metrics.Sample{
+				TimeSeries: metrics.TimeSeries{Metric: mi.m.outcomes, Tags: ctm.Tags.With("outcome", string(out))},
+				Time:       now, Metadata: ctm.Metadata, Value: float64(n),
+			})
+		}
 	}
 	metrics.PushIfNotDone(ctx, state.Samples, samples)
 }
@@ -265,6 +296,16 @@ func statsObject(s Stats) map[string]any {
 	}
 	if s.FirstError != "" {
 		o["firstError"] = s.FirstError
+	}
+	if w := s.Outcomes; w != nil {
+		oo := map[string]any{
+			"topic": w.Topic, "final": w.Final, "pending": w.Pending, "lost": w.Lost,
+			"early": w.Early, "wrongOutcome": w.WrongOutcome, "maxLatenessMs": w.MaxLatenessMs,
+		}
+		if w.Error != "" {
+			oo["error"] = w.Error
+		}
+		o["outcomes"] = oo
 	}
 	return o
 }

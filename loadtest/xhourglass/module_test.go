@@ -26,7 +26,7 @@ func TestModule(t *testing.T) {
 	if err := js.Set("hourglass", mi.Exports().Named); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`{brokers: [%q], prefix: %q, tiers: '1s,2s,5s', storeUrl: %q, manifest: %q, runId: 'run-m', maxInFlight: 100}`,
+	cfg := fmt.Sprintf(`{brokers: [%q], prefix: %q, tiers: '1s,2s,5s', storeUrl: %q, manifest: %q, runId: 'run-m', maxInFlight: 100, outcomes: false}`,
 		broker, prefix, st.URL, path)
 	if _, err := js.RunString(`
 		var producer = new hourglass.Producer(` + cfg + `);

@@ -51,6 +51,9 @@ type Stats struct {
 	InFlight int64 `json:"inFlight"`
 	// FirstError is the first produce, payment or manifest error.
 	FirstError string `json:"firstError,omitempty"`
+	// Outcomes are what the outcomes watcher judged; nil when the
+	// producer does not watch outcomes (or has not started).
+	Outcomes *OutcomeStats `json:"outcomes,omitempty"`
 }
 
 // Delta is what a producer did since the previous TakeDelta: the k6
@@ -62,6 +65,10 @@ type Delta struct {
 	Latencies []time.Duration
 	// NewError is the first error, once: on the first TakeDelta after it.
 	NewError string
+	// Outcomes is what the outcomes watcher judged since; Lost is the
+	// tasks Close counted lost since. Both zero without a watcher.
+	Outcomes OutcomeDelta
+	Lost     int64
 }
 
 // Producer schedules tasks through tiers.Scheduler with at most MaxInFlight
@@ -82,6 +89,7 @@ type Producer struct {
 	closeErr  error
 	closeDone chan struct{} // closed when the first Close has finished
 	cl        *kgo.Client
+	watch     *watcher // nil when outcomes are not watched
 	sched     *tiers.Scheduler
 	man       *manifest.Writer
 	store     *http.Client
@@ -92,6 +100,7 @@ type Producer struct {
 
 	seq                                     atomic.Int64
 	scheduled, produced, errs, payErrs, inf atomic.Int64
+	lastDueMs                               atomic.Int64 // of the tasks handed to the client
 
 	repMu    sync.Mutex
 	reported Delta // totals handed out by TakeDelta
@@ -141,6 +150,14 @@ func (p *Producer) connect() error {
 	if err != nil {
 		return err
 	}
+	if *p.cfg.Outcomes {
+		// The watcher starts first, so that it reads every outcome of
+		// the tasks to come.
+		if p.watch, err = newWatcher(opts[:len(opts):len(opts)], p.cfg.OutcomesTopic, p.idPrefix, time.Now()); err != nil {
+			return err
+		}
+		p.watch.run()
+	}
 	// kgo's defaults stay: acks from all in-sync replicas, idempotent.
 	// Records buffered must cover MaxInFlight; the delivery timeout bounds
 	// retries so that a dead broker ends the run with errors, not a hang.
@@ -153,11 +170,13 @@ func (p *Producer) connect() error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
+		p.stopWatch()
 		return fmt.Errorf("hourglass producer: kafka client: %w", err)
 	}
 	sched, err := tiers.NewScheduler(cl, p.table, tiers.WithPrefix(p.cfg.Prefix))
 	if err != nil {
 		cl.Close()
+		p.stopWatch()
 		return err
 	}
 	man, err := manifest.Create(p.cfg.Manifest, manifest.Header{
@@ -165,6 +184,7 @@ func (p *Producer) connect() error {
 	})
 	if err != nil {
 		cl.Close()
+		p.stopWatch()
 		return err
 	}
 	p.cl, p.sched, p.man = cl, sched, man
@@ -211,11 +231,19 @@ func (p *Producer) TakeDelta() Delta {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
 	now := Delta{Produced: p.produced.Load(), Errors: p.errs.Load(), PayErrors: p.payErrs.Load()}
+	w := p.watcher()
+	if w != nil {
+		now.Lost = w.stats().Lost
+	}
 	d := Delta{
 		Produced:  now.Produced - p.reported.Produced,
 		Errors:    now.Errors - p.reported.Errors,
 		PayErrors: now.PayErrors - p.reported.PayErrors,
 		Latencies: p.lat,
+		Lost:      now.Lost - p.reported.Lost,
+	}
+	if w != nil {
+		d.Outcomes = w.take()
 	}
 	p.reported = now
 	p.lat = nil
@@ -230,18 +258,42 @@ func (p *Producer) Stats() Stats {
 	p.repMu.Lock()
 	first := p.firstErr
 	p.repMu.Unlock()
-	return Stats{
+	s := Stats{
 		RunID: p.cfg.RunID, IDPrefix: p.idPrefix, Manifest: p.cfg.Manifest,
 		Scheduled: p.scheduled.Load(), Produced: p.produced.Load(), Errors: p.errs.Load(),
 		PayErrors: p.payErrs.Load(), InFlight: p.inf.Load(), FirstError: first,
 	}
+	if w := p.watcher(); w != nil {
+		o := w.stats()
+		s.Outcomes = &o
+	}
+	return s
+}
+
+// watcher returns the outcomes watcher once the producer has started; nil
+// before, or without one.
+func (p *Producer) watcher() *watcher {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.watch
+}
+
+// stopWatch stops the outcomes watcher, if there is one.
+func (p *Producer) stopWatch() {
+	if p.watch != nil {
+		p.watch.stop()
+	}
 }
 
 // Close waits for every task in flight to be acknowledged or to fail (at
-// most DeliveryTimeout, or until ctx ends), closes the manifest and the
-// client, and returns the totals. Schedule fails after it. Closing again
-// returns the first Close's result.
-func (p *Producer) Close(ctx context.Context) (Stats, error) {
+// most DeliveryTimeout, or closeTimeout, or until ctx ends), closes the
+// manifest and the client; then, when the producer watches outcomes, it
+// waits until every produced task has a final outcome, or OutcomeWait past
+// the last due time, or until ctx ends, calling progress (when not nil)
+// every 100ms, and counts the tasks still without one as lost. It returns
+// the totals. Schedule fails after it. Closing again returns the first
+// Close's result.
+func (p *Producer) Close(ctx context.Context, progress func()) (Stats, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -257,10 +309,13 @@ func (p *Producer) Close(ctx context.Context) (Stats, error) {
 	}
 	// Shutdown order: no new task can be handed over (closed, under the
 	// write lock); wait for the client's buffer, then for every callback,
-	// so that the manifest has each acknowledged task; stop the periodic
-	// flush; close the manifest; close the client.
+	// so that the manifest and the watcher have each acknowledged task;
+	// stop the periodic flush; close the manifest; close the client; wait
+	// for the outcomes (the watcher reads on); stop the watcher.
 	var errs []error
-	if err := p.cl.Flush(ctx); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	if err := p.cl.Flush(fctx); err != nil {
 		errs = append(errs, fmt.Errorf("hourglass producer: flush: %w", err))
 	}
 	p.wg.Wait()
@@ -270,6 +325,11 @@ func (p *Producer) Close(ctx context.Context) (Stats, error) {
 		errs = append(errs, err)
 	}
 	p.cl.Close()
+	if p.watch != nil {
+		until := time.UnixMilli(p.lastDueMs.Load()).Add(time.Duration(p.cfg.OutcomeWait))
+		p.watch.await(ctx, until, progress)
+		p.watch.stop()
+	}
 	p.closeErr = errors.Join(errs...)
 	return p.Stats(), p.closeErr
 }

@@ -122,7 +122,7 @@ func TestProducer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.jsonl")
 	p, err := NewProducer(ProducerConfig{
 		Brokers: StringList{broker}, Prefix: prefix, Tiers: "1s,2s", Manifest: path, StoreURL: st.URL,
-		RunID: "run-a", Kind: "order-timeout",
+		RunID: "run-a", Kind: "order-timeout", Outcomes: ptr(false),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestProducer(t *testing.T) {
 		t.Error("Schedule with a 200-character kind succeeded")
 	}
 
-	stats, err := p.Close(ctx)
+	stats, err := p.Close(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestProducer(t *testing.T) {
 	if _, _, err := p.Schedule(ctx, TaskSpec{Delay: time.Second}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Schedule after Close: %v, want a closed error", err)
 	}
-	if again, err := p.Close(ctx); err != nil || again.Produced != 3 {
+	if again, err := p.Close(ctx, nil); err != nil || again.Produced != 3 {
 		t.Errorf("second Close = %+v, %v; want the same totals", again, err)
 	}
 
@@ -243,7 +243,7 @@ func TestProducerBroken(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.jsonl")
 	p, err := NewProducer(ProducerConfig{
 		Brokers: StringList{"127.0.0.1:1"}, Tiers: "1s", Manifest: path, RunID: "run-b",
-		MaxInFlight: 1, DeliveryTimeout: Duration(time.Second),
+		MaxInFlight: 1, DeliveryTimeout: Duration(time.Second), Outcomes: ptr(false),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestProducerBroken(t *testing.T) {
 		t.Errorf("Schedule with no room: %v, want the context's deadline", err)
 	}
 	start := time.Now()
-	stats, err := p.Close(ctx)
+	stats, err := p.Close(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,23 +279,23 @@ func TestProducerBroken(t *testing.T) {
 
 func TestProducerRefuses(t *testing.T) {
 	dir := t.TempDir()
-	p, err := NewProducer(ProducerConfig{Brokers: StringList{broker}, Tiers: "1s", Manifest: filepath.Join(dir, "m.jsonl"), RunID: "run-c"})
+	p, err := NewProducer(ProducerConfig{Brokers: StringList{broker}, Tiers: "1s", Manifest: filepath.Join(dir, "m.jsonl"), RunID: "run-c", Outcomes: ptr(false)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := p.Schedule(testCtx(t), TaskSpec{Delay: time.Second, Paid: true}); err == nil || !strings.Contains(err.Error(), "storeUrl") {
 		t.Errorf("paid task without a store: %v, want an error naming storeUrl", err)
 	}
-	if _, err := p.Close(testCtx(t)); err != nil {
+	if _, err := p.Close(testCtx(t), nil); err != nil {
 		t.Fatal(err)
 	}
 
 	// A producer that never scheduled closes without a manifest.
-	q, err := NewProducer(ProducerConfig{Brokers: StringList{broker}, Tiers: "1s", Manifest: filepath.Join(dir, "never.jsonl"), RunID: "run-c"})
+	q, err := NewProducer(ProducerConfig{Brokers: StringList{broker}, Tiers: "1s", Manifest: filepath.Join(dir, "never.jsonl"), RunID: "run-c", Outcomes: ptr(false)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Close(testCtx(t)); err != nil {
+	if _, err := q.Close(testCtx(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "never.jsonl")); !errors.Is(err, os.ErrNotExist) {
@@ -306,7 +306,7 @@ func TestProducerRefuses(t *testing.T) {
 		!strings.Contains(err.Error(), "tiers:") || !strings.Contains(err.Error(), "maxInFlight:") {
 		t.Errorf("NewProducer with a bad config: %v, want every problem", err)
 	}
-	bad, err := NewProducer(ProducerConfig{Manifest: filepath.Join(dir, "no", "dir", "m.jsonl"), Brokers: StringList{broker}, Tiers: "1s"})
+	bad, err := NewProducer(ProducerConfig{Manifest: filepath.Join(dir, "no", "dir", "m.jsonl"), Brokers: StringList{broker}, Tiers: "1s", Outcomes: ptr(false)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestProducerRefuses(t *testing.T) {
 			t.Errorf("Schedule with a manifest in a missing directory: %v, want a manifest error", err)
 		}
 	}
-	if _, err := bad.Close(testCtx(t)); err != nil {
+	if _, err := bad.Close(testCtx(t), nil); err != nil {
 		t.Errorf("Close after a failed start: %v", err)
 	}
 }

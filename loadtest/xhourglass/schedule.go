@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -95,6 +96,10 @@ func (p *Producer) send(ctx context.Context, task tiers.Task, entry manifest.Ent
 	p.wg.Add(1)
 	p.inf.Add(1)
 	p.scheduled.Add(1)
+	if p.watch != nil {
+		p.watch.add(task.ID, task.Due, entry.Paid)
+		storeMax(&p.lastDueMs, task.Due.UnixMilli())
+	}
 	start := time.Now()
 	// The produce outlives the VU's iteration and context: the record
 	// delivery timeout bounds it.
@@ -118,6 +123,9 @@ func (p *Producer) delivered(entry manifest.Entry, start time.Time, r *kgo.Recor
 			p.noteErr(merr)
 		}
 		p.produced.Add(1)
+	}
+	if p.watch != nil {
+		p.watch.produced(entry.ID, entry.ScheduledMs, err == nil)
 	}
 	p.repMu.Lock()
 	p.lat = append(p.lat, lat)
@@ -145,4 +153,14 @@ func (p *Producer) pay(ctx context.Context, id string) error {
 		return fmt.Errorf("pay %s: PUT %s: %s: %s", id, u, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
+}
+
+// storeMax sets a to v when v is larger.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
