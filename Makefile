@@ -69,11 +69,11 @@ bench-closes: ## canceller closing 20,000 orders in Postgres with the sql closer
 	$(GO) test -run '^$$' -bench CancellerPostgres -benchtime 4x ./internal/e2e
 
 .PHONY: loadtest
-loadtest: ## k6 load test on a local pipeline (20 s at 200/s, delays up to 10 s, 20% paid), then verify every outcome (RATE=, DURATION=, SCRIPT=, BROKERS=)
+loadtest: ## k6 load test on a local pipeline (20 s at 200/s, delays up to 10 s, 20% paid), judged by k6 thresholds on the outcomes, then verify (RATE=, DURATION=, SCRIPT=, BROKERS=)
 	GO=$(GO) loadtest/run.sh
 
 .PHONY: loadtest-test
-loadtest-test: ## vet and test the load test module (k6 extension, manifest, verify)
+loadtest-test: ## vet and test the load test module (k6 extension, manifest, verify, k6 thresholds on a healthy and a slowed router)
 	cd loadtest && $(GO) vet ./... && $(GO) test -race -count=1 -shuffle=on ./...
 
 .PHONY: k8s-tools
