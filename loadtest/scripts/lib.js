@@ -93,6 +93,7 @@ export const producer = new hourglass.Producer({
   runId: env('RUN_ID', ''),
   maxInFlight: num('MAX_IN_FLIGHT', 10000),
   outcomes: params.outcomes,
+  outcomesTopic: env('OUTCOMES_TOPIC', env('HOURGLASS_OUTCOMES_TOPIC', '')),
   outcomeWait: params.wait,
   linger: env('LINGER', null),
   tls: tls(),
