@@ -63,8 +63,9 @@
 // grouping). The counts are thus exact whether or not merges have run; only
 // the Duplicates counters (rows ignored) fall to zero once merges have
 // removed the copies. The Grafana dashboard
-// (deploy/grafana/hourglass-clickhouse.json) runs the same grouping in one
-// query each, finding the keys by blocks of 4096 offsets.
+// (deploy/grafana/hourglass-clickhouse.json) runs the same grouping once
+// per refresh, in one query whose sections its panels share, finding the
+// keys by blocks of 4096 offsets.
 //
 // Measured on Debian's ClickHouse 18.16 on 2 shared cores
 // (go test -run '^$' -bench . -benchtime 20x ./internal/chstore/): an
