@@ -205,23 +205,9 @@ func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *clos
 			printSummary(stdout, c.orders, scheduled, t, time.Since(start))
 			return errors.New("demo: orders still pending at the deadline")
 		case <-next.C:
-			id := fmt.Sprintf("demo-%s-%d", run, scheduled)
-			delay := c.minDelay + time.Duration(rand.Int64N(int64(c.maxDelay-c.minDelay)+1))
-			due := time.Now().Add(delay)
-			store.Put(id, closer.StateUnpaid)
-			if rand.Float64() < c.paid {
-				// The customer pays somewhere before the deadline.
-				payments = append(payments, time.AfterFunc(time.Duration(rand.Float64()*0.8*float64(delay)), func() { store.Pay(id) }))
+			if pay := placeOrder(ctx, c, s, store, fmt.Sprintf("demo-%s-%d", run, scheduled), produceErr); pay != nil {
+				payments = append(payments, pay)
 			}
-			s.ScheduleAsync(ctx, tiers.Task{ID: id, Due: due, Kind: "order-timeout", Payload: fmt.Appendf(nil, `{"order":%q}`, id)},
-				func(_ *kgo.Record, err error) {
-					if err != nil && ctx.Err() == nil {
-						select {
-						case produceErr <- err:
-						default:
-						}
-					}
-				})
 			if scheduled++; scheduled < c.orders {
 				next.Reset(interval)
 			}
@@ -285,4 +271,28 @@ func scheduleOrders(ctx context.Context, c *demoConfig, seed []kgo.Opt, store *c
 		demoIDs[fmt.Sprintf("demo-%s-%d", run, i)] = true
 	}
 	return runDemo(ctx, c, s, store, run, t, stdout)
+}
+
+// placeOrder schedules one demo order's deadline, a random delay between
+// --min-delay and --max-delay away, and for a share --paid of the orders a
+// payment before it; it returns the payment's timer, or nil. A produce that
+// fails is sent to failed unless one is waiting there already.
+func placeOrder(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *closer.Memory, id string, failed chan<- error) *time.Timer {
+	delay := c.minDelay + time.Duration(rand.Int64N(int64(c.maxDelay-c.minDelay)+1))
+	store.Put(id, closer.StateUnpaid)
+	var pay *time.Timer
+	if rand.Float64() < c.paid {
+		// The customer pays somewhere before the deadline.
+		pay = time.AfterFunc(time.Duration(rand.Float64()*0.8*float64(delay)), func() { store.Pay(id) })
+	}
+	task := tiers.Task{ID: id, Due: time.Now().Add(delay), Kind: "order-timeout", Payload: fmt.Appendf(nil, `{"order":%q}`, id)}
+	s.ScheduleAsync(ctx, task, func(_ *kgo.Record, err error) {
+		if err != nil && ctx.Err() == nil {
+			select {
+			case failed <- err:
+			default:
+			}
+		}
+	})
+	return pay
 }

@@ -1,0 +1,4 @@
+// Package repocheck holds tests of the repository itself rather than of a
+// package: the size rules of the house style (a non-test Go file over 400
+// lines, or a function over 60, says why in a "size:" comment).
+package repocheck
