@@ -209,70 +209,63 @@ func (c Config) WithDefaults() Config {
 // does not apply defaults: a zero field that has a default is reported, so
 // call it after WithDefaults unless zero values came from the user.
 func (c Config) Validate() []error {
-	var p problems
+	var p cli.Problems
 	c.checkTopics(&p)
 	p = append(p, consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()...)
 	c.checkTimes(&p)
 	if c.DefaultKind == "" {
-		p.bad("default-kind", "must not be empty")
+		p.Add("default-kind", "must not be empty")
 	}
 	if c.MaxPollRecords < 1 {
-		p.bad("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
+		p.Add("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
 	}
 	if c.MaxInFlight < 1 {
-		p.bad("max-in-flight", "%d: must be at least 1", c.MaxInFlight)
+		p.Add("max-in-flight", "%d: must be at least 1", c.MaxInFlight)
 	}
 	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
-		p.bad("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
+		p.Add("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
 	}
 	if c.RateBurst < 1 {
-		p.bad("rate-burst", "%d: must be at least 1", c.RateBurst)
+		p.Add("rate-burst", "%d: must be at least 1", c.RateBurst)
 	}
 	if c.MaxAttempts < 1 {
-		p.bad("max-attempts", "%d: must be at least 1", c.MaxAttempts)
+		p.Add("max-attempts", "%d: must be at least 1", c.MaxAttempts)
 	}
 	return p
 }
 
-// problems collects the problems of a Config, each naming its flag.
-type problems []error
-
-func (p *problems) bad(flag, format string, args ...any) {
-	*p = append(*p, cli.Errorf(flag, format, args...))
-}
-
 // checkTopics checks the tiers and the topic names.
-func (c Config) checkTopics(p *problems) {
+func (c Config) checkTopics(p *cli.Problems) {
 	if c.Prefix == "" {
-		p.bad("topic-prefix", "must not be empty")
+		p.Add("topic-prefix", "must not be empty")
 	}
 	if c.Tiers.Len() == 0 {
-		p.bad("tiers", "no tiers")
+		p.Add("tiers", "no tiers")
 	}
 	if len(c.Topics) == 0 {
-		p.bad("topics", "no topics")
+		p.Add("topics", "no topics")
 	}
 	for _, t := range c.Topics {
 		if err := tiers.ValidTopic(t); err != nil {
-			p.bad("topics", "%v", err)
+			p.Add("topics", "%v", err)
 		}
 		if t == c.Outcomes || t == c.DeadLetter {
-			p.bad("topics", "%s is also the outcomes or dead-letter topic", t)
+			p.Add("topics", "%s is also the outcomes or dead-letter topic", t)
 		}
 		if c.Prefix != "" && strings.HasPrefix(t, record.DelayTopicPrefix(c.Prefix)) {
-			p.bad("topics", "%s is a delay topic: a retry would loop", t)
+			p.Add("topics", "%s is a delay topic: a retry would loop", t)
 		}
 	}
 	if err := tiers.ValidTopic(c.Outcomes); err != nil {
-		p.bad("outcomes-topic", "%v", err)
+		p.Add("outcomes-topic", "%v", err)
 	}
 	if err := tiers.ValidTopic(c.DeadLetter); err != nil {
-		p.bad("dlq-topic", "%v", err)
+		p.Add("dlq-topic", "%v", err)
 	}
 }
 
 // checkTimes checks the timeouts and the retry backoff.
-func (c Config) checkTimes(p *problems) {
+func (c Config) checkTimes(p *cli.Problems) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -281,13 +274,13 @@ func (c Config) checkTimes(p *problems) {
 		{"retry-backoff", c.RetryBackoff}, {"retry-backoff-max", c.RetryBackoffMax},
 	} {
 		if d.v <= 0 {
-			p.bad(d.flag, "%v: must be positive", d.v)
+			p.Add(d.flag, "%v: must be positive", d.v)
 		}
 	}
 	if c.ShutdownTimeout > 0 && c.ShutdownTimeout < c.CloseTimeout {
-		p.bad("shutdown-timeout", "%v is less than --close-timeout %v: a stop would cut off a running close", c.ShutdownTimeout, c.CloseTimeout)
+		p.Add("shutdown-timeout", "%v is less than --close-timeout %v: a stop would cut off a running close", c.ShutdownTimeout, c.CloseTimeout)
 	}
 	if c.RetryBackoff > 0 && c.RetryBackoffMax > 0 && c.RetryBackoffMax < c.RetryBackoff {
-		p.bad("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)
+		p.Add("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)
 	}
 }

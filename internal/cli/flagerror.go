@@ -38,3 +38,12 @@ func (f *FlagSet) Explain(errs []error) error {
 	}
 	return errors.Join(out...)
 }
+
+// Problems collects configuration problems, each naming its flag, for a
+// Validate that reports them all at once.
+type Problems []error
+
+// Add adds the problem of flag.
+func (p *Problems) Add(flag, format string, args ...any) {
+	*p = append(*p, Errorf(flag, format, args...))
+}

@@ -201,8 +201,9 @@ func InstanceIDVar(fs *cli.FlagSet, p *string) {
 }
 
 // Check reports the problems of g's name, instance id and session timeout,
-// each naming its flag (--group, --instance-id, --session-timeout). A zero
-// SessionTimeout is checked as DefaultSessionTimeout.
+// each naming its flag (--group, --instance-id, --session-timeout). Like the
+// services' Validate it applies no default: a zero SessionTimeout is
+// reported.
 func (g Group) Check() []error {
 	var errs []error
 	if g.Name == "" {
@@ -211,11 +212,7 @@ func (g Group) Check() []error {
 	if len(g.InstanceID) > 249 || strings.ContainsFunc(g.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		errs = append(errs, cli.Errorf(FlagInstanceID, "%q: want at most 249 printable ASCII characters without spaces", g.InstanceID))
 	}
-	session := g.SessionTimeout
-	if session == 0 {
-		session = DefaultSessionTimeout
-	}
-	if session < time.Second || session > 30*time.Minute {
+	if g.SessionTimeout < time.Second || g.SessionTimeout > 30*time.Minute {
 		errs = append(errs, cli.Errorf("session-timeout", "%v: want 1s to 30m", g.SessionTimeout))
 	}
 	return errs

@@ -92,11 +92,12 @@ func TestGroupCheck(t *testing.T) {
 		g    Group
 		want []string // the flags named, in order
 	}{
-		{"defaults", Group{Name: "g"}, nil},
+		{"defaults", Group{Name: "g", SessionTimeout: DefaultSessionTimeout}, nil},
 		{"static", Group{Name: "g", InstanceID: "router-0", SessionTimeout: 45 * time.Second}, nil},
-		{"no name", Group{}, []string{"--group"}},
-		{"instance id with a space", Group{Name: "g", InstanceID: "router 0"}, []string{"--instance-id"}},
-		{"instance id too long", Group{Name: "g", InstanceID: strings.Repeat("x", 250)}, []string{"--instance-id"}},
+		{"no name", Group{SessionTimeout: DefaultSessionTimeout}, []string{"--group"}},
+		{"no session timeout", Group{Name: "g"}, []string{"--session-timeout"}},
+		{"instance id with a space", Group{Name: "g", InstanceID: "router 0", SessionTimeout: DefaultSessionTimeout}, []string{"--instance-id"}},
+		{"instance id too long", Group{Name: "g", InstanceID: strings.Repeat("x", 250), SessionTimeout: DefaultSessionTimeout}, []string{"--instance-id"}},
 		{"session too short", Group{Name: "g", SessionTimeout: 500 * time.Millisecond}, []string{"--session-timeout"}},
 		{"session too long", Group{Name: "g", SessionTimeout: time.Hour}, []string{"--session-timeout"}},
 	} {

@@ -237,7 +237,7 @@ func (c Config) WithDefaults() Config {
 // does not apply defaults: a zero field that has a default is reported, so
 // call it after WithDefaults unless zero values came from the user.
 func (c Config) Validate() []error {
-	var p problems
+	var p cli.Problems
 	c.checkTopics(&p)
 	p = append(p, consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()...)
 	c.checkLimits(&p)
@@ -246,58 +246,51 @@ func (c Config) Validate() []error {
 		v    time.Duration
 	}{{"max-delay", c.MaxDelay}, {"commit-interval", c.CommitInterval}, {"revoke-timeout", c.RevokeTimeout}, {"shutdown-timeout", c.ShutdownTimeout}} {
 		if d.v <= 0 {
-			p.bad(d.flag, "%v: must be positive", d.v)
+			p.Add(d.flag, "%v: must be positive", d.v)
 		}
 	}
 	return p
 }
 
-// problems collects the problems of a Config, each naming its flag.
-type problems []error
-
-func (p *problems) bad(flag, format string, args ...any) {
-	*p = append(*p, cli.Errorf(flag, format, args...))
-}
-
 // checkTopics checks the tiers, the topic names and the allowed targets.
-func (c Config) checkTopics(p *problems) {
+func (c Config) checkTopics(p *cli.Problems) {
 	if c.Tiers.Len() == 0 {
-		p.bad("tiers", "no tiers")
+		p.Add("tiers", "no tiers")
 	}
 	if c.Prefix == "" {
-		p.bad("topic-prefix", "must not be empty")
+		p.Add("topic-prefix", "must not be empty")
 	}
 	for _, t := range []struct{ flag, topic string }{
 		{"target", c.Target}, {"dlq-topic", c.DeadLetter}, {"outcomes-topic", c.Outcomes},
 	} {
 		if err := tiers.ValidTopic(t.topic); err != nil {
-			p.bad(t.flag, "%v", err)
+			p.Add(t.flag, "%v", err)
 		}
 	}
 	if err := tiers.ValidTopic(tiers.Topic(c.Prefix, c.Tiers.Largest())); err != nil {
-		p.bad("topic-prefix", "%v", err)
+		p.Add("topic-prefix", "%v", err)
 	}
 	if c.Prefix != "" && c.Tiers.Len() > 0 {
 		if reason := c.forbidden(c.Target); reason != "" {
-			p.bad("target", "%s is %s", c.Target, reason)
+			p.Add("target", "%s is %s", c.Target, reason)
 		}
 		if c.DeadLetter == c.Outcomes {
-			p.bad("dlq-topic", "%s is also the outcomes topic", c.DeadLetter)
+			p.Add("dlq-topic", "%s is also the outcomes topic", c.DeadLetter)
 		}
 		if strings.HasPrefix(c.DeadLetter, c.delayPrefix()) || strings.HasPrefix(c.Outcomes, c.delayPrefix()) {
-			p.bad("dlq-topic", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
+			p.Add("dlq-topic", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
 		}
 	}
 	for _, pat := range c.AllowedTargets {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {
-			p.bad("allowed-targets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", pat)
+			p.Add("allowed-targets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", pat)
 		}
 	}
 }
 
 // checkLimits checks the record limits and the bounds of what the router
 // holds.
-func (c Config) checkLimits(p *problems) {
+func (c Config) checkLimits(p *cli.Problems) {
 	for _, l := range []struct {
 		flag   string
 		v, min int
@@ -312,11 +305,11 @@ func (c Config) checkLimits(p *problems) {
 		{"fetch-partition-bytes", int(c.FetchPartitionBytes), 1 << 10, "1024"},
 	} {
 		if l.v < l.min {
-			p.bad(l.flag, "%d: must be at least %s", l.v, l.unit)
+			p.Add(l.flag, "%d: must be at least %s", l.v, l.unit)
 		}
 	}
 	if sum := c.Limits.KeyBytes + c.Limits.HeaderBytes + c.Limits.ValueBytes; sum > record.MaxDeadLetterBytes-16<<10 {
-		p.bad("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
+		p.Add("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
 			sum, record.MaxDeadLetterBytes-16<<10)
 	}
 }
