@@ -138,12 +138,31 @@ func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
 // The default close statement on a key column New proved unique, without a
 // release statement, runs on its own (autocommit: one round trip instead of
 // three); it changes at most one row.
+//
+// A close the database rolled back to break a deadlock or a serialization
+// conflict is run again at once, up to rollbackAttempts times in all: that
+// is the answer the databases document for it, and concurrent duplicates of
+// one order meet exactly that way.
 func (c *Closer) update(ctx context.Context, key any) (int64, error) {
-	if c.release.sql == "" && c.cfg.CloseStatement == "" && c.keyUnique {
-		return c.updateAlone(ctx, key)
+	for attempt := 1; ; attempt++ {
+		var (
+			n   int64
+			err error
+		)
+		if c.release.sql == "" && c.cfg.CloseStatement == "" && c.keyUnique {
+			n, err = c.updateAlone(ctx, key)
+		} else {
+			n, err = c.updateInTx(ctx, key)
+		}
+		if err == nil || attempt == rollbackAttempts || !rolledBack(err) || ctx.Err() != nil {
+			return n, err
+		}
 	}
-	return c.updateInTx(ctx, key)
 }
+
+// rollbackAttempts bounds the runs of a close that the database keeps
+// rolling back (see update).
+const rollbackAttempts = 3
 
 // updateAlone runs the close statement on its own, in autocommit.
 func (c *Closer) updateAlone(ctx context.Context, key any) (int64, error) {

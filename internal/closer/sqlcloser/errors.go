@@ -105,3 +105,17 @@ func mysqlPermanent(e *mysql.MySQLError) bool {
 	}
 	return false
 }
+
+// rolledBack reports whether err is the database rolling a transaction back
+// to break a deadlock or a serialization conflict: Postgres 40001 and 40P01,
+// MySQL and MariaDB 1213. Running the transaction again is the documented
+// answer.
+func rolledBack(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pe.Code == "40001" || pe.Code == "40P01"
+	}
+	if me, ok := errors.AsType[*mysql.MySQLError](err); ok {
+		return me.Number == 1213
+	}
+	return false
+}

@@ -86,3 +86,24 @@ func TestPermanent(t *testing.T) {
 		})
 	}
 }
+
+func TestRolledBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"pg serialization failure", &pgconn.PgError{Code: "40001"}, true},
+		{"pg deadlock", &pgconn.PgError{Code: "40P01"}, true},
+		{"pg wrapped deadlock", fmt.Errorf("close: %w", &pgconn.PgError{Code: "40P01"}), true},
+		{"pg lock not available", &pgconn.PgError{Code: "55P03"}, false},
+		{"mysql deadlock", &mysql.MySQLError{Number: 1213}, true},
+		{"mysql lock wait timeout", &mysql.MySQLError{Number: 1205}, false},
+		{"other", errors.New("connection refused"), false},
+	} {
+		if got := rolledBack(tc.err); got != tc.want {
+			t.Errorf("%s: rolledBack = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
