@@ -3,7 +3,7 @@
 //
 //   - The Prometheus rules in prometheus/ (rules_test.go) and the Grafana
 //     dashboard in grafana/ (dashboard_test.go), against promtool and
-//     against the series the README documents (series_test.go).
+//     against the series docs/metrics.md documents (series_test.go).
 //   - The Helm chart in helm/hourglass (helm_*_test.go), rendered with its
 //     defaults and every ci/ values file, linted, validated strictly with
 //     kubeconform against the Kubernetes and Prometheus Operator schemas,

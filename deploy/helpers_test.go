@@ -590,7 +590,7 @@ const (
 	rulesTestFile = "prometheus/hourglass-rules.test.yaml"
 	rulesReadme   = "prometheus/README.md"
 	dashboardFile = "grafana/hourglass.json"
-	readmeFile    = "../README.md"
+	metricsDoc    = "../docs/metrics.md"
 )
 
 // ruleFile is the part of a Prometheus rules file the tests read.

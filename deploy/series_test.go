@@ -1,7 +1,7 @@
 package deploy
 
-// Tests that the series the rules and the dashboard use are the ones the
-// README documents.
+// Tests that the series the rules and the dashboard use are the ones
+// docs/metrics.md documents.
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// series is what the README's Metrics section documents: name -> type
+// series is what docs/metrics.md documents: name -> type
 // (counter, gauge, histogram; empty for the franz-go client series).
 type series map[string]string
 
@@ -20,26 +20,17 @@ var (
 	tableRow   = regexp.MustCompile("^\\|\\s*`(hourglass_[a-z0-9_]+)`\\s*\\|\\s*([a-z]*)\\s*\\|")
 )
 
-// documentedSeries reads the series listed in the README's "## Metrics"
-// section: table rows "| `name` | type | ... |", and the franz-go row
-// "`hourglass_kafka_*`" whose suffixes are backticked on the same line.
+// documentedSeries reads the series listed in docs/metrics.md: table rows
+// "| `name` | type | ... |", and the franz-go row "`hourglass_kafka_*`"
+// whose suffixes are backticked on the same line.
 func documentedSeries(t *testing.T) series {
 	t.Helper()
-	b, err := os.ReadFile(readmeFile)
+	b, err := os.ReadFile(metricsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(b)
-	start := strings.Index(text, "\n## Metrics\n")
-	if start < 0 {
-		t.Fatalf("%s: no \"## Metrics\" section", readmeFile)
-	}
-	section := text[start+1:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
 	docs := series{}
-	for line := range strings.SplitSeq(section, "\n") {
+	for line := range strings.SplitSeq(string(b), "\n") {
 		if m := tableRow.FindStringSubmatch(line); m != nil {
 			docs[m[1]] = m[2]
 			continue
@@ -54,7 +45,7 @@ func documentedSeries(t *testing.T) series {
 		}
 	}
 	if len(docs) < 10 {
-		t.Fatalf("%s: found only %d series in the Metrics section (%v); has its layout changed?", readmeFile, len(docs), docs)
+		t.Fatalf("%s: found only %d series (%v); has its layout changed?", metricsDoc, len(docs), docs)
 	}
 	return docs
 }
@@ -120,7 +111,7 @@ func proseNames(text string) []string {
 }
 
 // TestSeriesExist checks that every series the rules and the dashboard
-// query, or the alerts' annotations name, is one the README documents, and
+// query, or the alerts' annotations name, is one docs/metrics.md documents, and
 // that every recording rule used is defined in the rules file.
 func TestSeriesExist(t *testing.T) {
 	docs := documentedSeries(t)
@@ -196,7 +187,7 @@ func (c seriesCheck) name(where, name string) {
 		return
 	}
 	if !c.docs.check(name) {
-		c.t.Errorf("%s: series %s is not documented in the Metrics section of %s", where, name, readmeFile)
+		c.t.Errorf("%s: series %s is not documented in %s", where, name, metricsDoc)
 	}
 }
 
