@@ -584,10 +584,10 @@ func TestHostileRecords(t *testing.T) {
 	}
 	// Valid records are forwarded on time, but for those behind records
 	// of up to 1 MB in their partition, which take their time to be
-	// fetched and produced onward: measured on two cores under -race, p99
-	// 0.2 to 0.6 s, max 0.3 to 0.8 s (without near-limit records, the p99 <
-	// 250 ms of TestNeverEarlyNothingLost).
-	lat := checkLateness(t, "valid records among hostile ones", late, time.Second, 2*time.Second)
+	// fetched and produced onward: measured on two cores under -race with
+	// the whole suite running, p99 0.3 to 1.4 s, max 0.5 to 1.6 s (without
+	// near-limit records, the p99 < 250 ms of TestNeverEarlyNothingLost).
+	lat := checkLateness(t, "valid records among hostile ones", late, 2*time.Second, 3*time.Second)
 	t.Logf("%d records (%d valid, %d with a value of at least %d bytes); reasons the contract gives: %v; forward lateness %s; router %+v",
 		len(all), valid, g.bigs, tiers.DefaultMaxValueBytes, reasons, lat, st)
 }
