@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a release into dist/ (`make release VERSION=vX.Y.Z`):
 #   dist/hourglass_<version>_<os>_<arch>.tar.gz  router, canceller, hourglass,
-#                                                LICENSE, README.md, CHANGELOG.md
+#                                                LICENSE, README.md, CHANGELOG.md, docs/
 #   dist/hourglass-<version without v>.tgz       the Helm chart, appVersion <version>
 #   dist/SHA256SUMS                              sha256sum -c SHA256SUMS
 # and the container image $IMAGE:<version> with docker buildx when docker
@@ -88,7 +88,7 @@ for p in "${platforms[@]}"; do
   mkdir -p "$stage/$name"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$GO" build -trimpath -ldflags "$ldflags" \
     -o "$stage/$name/" ./cmd/router ./cmd/canceller ./cmd/hourglass
-  cp LICENSE README.md CHANGELOG.md "$stage/$name/"
+  cp -R LICENSE README.md CHANGELOG.md docs "$stage/$name/"
   tar "${tar_flags[@]}" -C "$stage" -cf - "$name" | gzip -n -9 >"$dist/$name.tar.gz"
 done
 

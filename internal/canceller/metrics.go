@@ -8,7 +8,7 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// metrics are the canceller's Prometheus series; the README lists them.
+// metrics are the canceller's Prometheus series; docs/metrics.md lists them.
 type metrics struct {
 	closes      *prometheus.CounterVec
 	duration    *prometheus.HistogramVec

@@ -10,7 +10,7 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// metrics are the router's Prometheus series; the README lists them.
+// metrics are the router's Prometheus series; docs/metrics.md lists them.
 type metrics struct {
 	forwarded   *prometheus.CounterVec
 	hopped      *prometheus.CounterVec

@@ -247,7 +247,7 @@ func printBanner(stdout io.Writer, c *demoConfig, addr, storeLine string) {
   router and canceller running; orders close in an in-memory store.
 %s
 Schedule an order by hand (due in 5 s), from another terminal:
-  kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(($(date +%%s%%3N)+5000))" <<< '{"order":"order-1"}'
+  echo '{"order":"order-1"}' | kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(( $(date +%%s) * 1000 + 5000 ))"
 Watch the outcomes:
   kcat -C -b %s -t %s -o beginning
 
