@@ -2,15 +2,11 @@ package kafka
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 )
@@ -33,12 +29,7 @@ func newAdmin(t *testing.T, c *kfake.Cluster) *kadm.Client {
 	if c == nil {
 		c = cluster
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatalf("new client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return kfaketest.Admin(t, c)
 }
 
 // testCtx returns a context bounded by testTimeout.
@@ -49,12 +40,5 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// topicSeq makes topic names unique across -count runs on the shared cluster.
-var topicSeq atomic.Int64
-
-// topicName returns a topic name unique to this call, since tests share a
-// cluster.
-func topicName(t *testing.T, suffix string) string {
-	r := strings.NewReplacer("/", ".", " ", "-")
-	return fmt.Sprintf("test.%s.%s.%d", r.Replace(t.Name()), suffix, topicSeq.Add(1))
-}
+// topicName returns a topic name unique to this call.
+func topicName(t *testing.T, suffix string) string { return kfaketest.TopicName(t, suffix) }

@@ -3,9 +3,13 @@ package kfaketest
 import (
 	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
 
@@ -28,4 +32,25 @@ func Main(m *testing.M, use func(*kfake.Cluster), opts ...kfake.Opt) {
 		}
 	}
 	os.Exit(code)
+}
+
+// Admin returns an admin client of c, closed when the test ends.
+func Admin(t testing.TB, c *kfake.Cluster) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// topicSeq makes topic names unique across -count runs on a shared cluster.
+var topicSeq atomic.Int64
+
+// TopicName returns a topic name unique to this call, made of the test's
+// name and suffix, since the tests of a package share a cluster.
+func TopicName(t testing.TB, suffix string) string {
+	r := strings.NewReplacer("/", ".", " ", "-")
+	return fmt.Sprintf("test.%s.%s.%d", r.Replace(t.Name()), suffix, topicSeq.Add(1))
 }
