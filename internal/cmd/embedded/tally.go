@@ -20,6 +20,9 @@ type Tally struct {
 	seen     map[string]int
 	outcomes map[outcome.Outcome]int // outcome -> first events
 	late     []int64                 // ms, first event per task
+	fwd      []int64                 // ms, forward lateness of the first event per task
+	lastFwd  int64                   // unix ms, latest forward among first events
+	lastShut int64                   // unix ms, latest close among first events
 	window   []int64                 // ms, first events since the last TakeWindow
 	early    int
 	dups     int
@@ -46,6 +49,10 @@ func (t *Tally) add(ev outcome.Event) {
 	if first {
 		t.outcomes[ev.Outcome]++
 		t.late = append(t.late, ev.LatenessMs)
+		if ev.ForwardedMs > 0 {
+			t.fwd = append(t.fwd, ev.ForwardedMs-ev.DueMs)
+		}
+		t.lastFwd, t.lastShut = max(t.lastFwd, ev.ForwardedMs), max(t.lastShut, ev.ClosedMs)
 		t.window = append(t.window, ev.LatenessMs)
 		if ev.LatenessMs > lateSampleMs && len(t.lateSample) < cap(t.lateSample) {
 			t.lateSample = append(t.lateSample, ev)
@@ -114,7 +121,13 @@ func watchOutcomes(ctx context.Context, opts []kgo.Opt, topic string, t *Tally) 
 type Snapshot struct {
 	Tasks, Duplicates, Early int
 	Outcomes                 map[outcome.Outcome]int
-	Late                     Percentiles
+	// Late is the lateness of the first close of each task; ForwardLate
+	// that of its forward by the router (tasks whose event has a forward
+	// time).
+	Late, ForwardLate Percentiles
+	// LastForwardMs and LastCloseMs are the latest forward and close
+	// among the first events, unix ms; 0 before any.
+	LastForwardMs, LastCloseMs int64
 }
 
 // Percentiles are nearest-rank percentiles of lateness in milliseconds.
@@ -152,7 +165,8 @@ func (t *Tally) Snapshot() Snapshot {
 	for k, v := range t.outcomes {
 		s.Outcomes[k] = v
 	}
-	s.Late = PercentilesOf(t.late)
+	s.Late, s.ForwardLate = PercentilesOf(t.late), PercentilesOf(t.fwd)
+	s.LastForwardMs, s.LastCloseMs = t.lastFwd, t.lastShut
 	return s
 }
 
