@@ -15,81 +15,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-const benchUsage = `hourglass bench drives the real pipeline on an embedded broker and prints one
-JSON line with what it measured.
-
-It starts an embedded Kafka broker (kfake) on 127.0.0.1 in this process, runs
-the router and the canceller as child processes (this binary's "router" and
-"canceller" commands, log closer), schedules --orders at --rate, and reads
-every outcome event back. Lateness is the canceller's close time minus the
-due time. Progress goes to stderr, the JSON line to stdout.
-
-Workloads (--delays): a duration ("5s": every order due that long after it is
-scheduled), or "mix": 50% exactly 5s, 30% uniform 2s-20s, 20% exactly 30s.
-
-The JSON line: orders, fired (orders with an outcome), lost (without one),
-duplicates (outcomes beyond the first), early (forwarded or closed before
-due: must be 0), lateness_ms (p50, p90, p99, p999, max), schedule_rate
-(orders/s produced), fire_rate (closes/s from the first close to the last)
-and fire_rate_peak (the highest closes/s over one progress second), peak RSS
-and CPU seconds of the router and canceller. It exits 1 when an order is lost
-or early, or when a --max-* bound is exceeded.
-
-With --kill router (or canceller) the bench kills that process with SIGKILL
-at --kill-at and starts it again --restart-after later (with the same
---instance-id when --instance-ids is set), and adds "kill": recovery_ms
-(from the kill to the first forward, or close, by the new instance),
-lateness_ms of the deadlines due in the 10 s after the kill, and the
-duplicates, also as milliseconds of traffic at --rate.
-
-With --hostile-rate and --bombs the bench also sends what a hostile
-producer would, next to the orders: records with a value just under the
-router's limit (899,000 bytes) due --pending-delay ahead, at --hostile-rate
-per second, and zstd batches of 256 MiB that fit in 35 kB on the wire
-(--bombs of them, one every second): the router must keep them bounded in
-memory (router_peak_rss_mb; --max-router-rss-mb fails the run above a
-bound) and dead-letter the batches.
-
-With --pending-steps the bench measures memory instead: it schedules orders
-due far ahead (--pending-delay) and samples the router's RSS as the pending
-deadlines reach each step.
-
-Usage: hourglass bench [flags]
-
-` + cli.FlagsHeading + "\n"
-
 // benchResult is the JSON line of a throughput run.
 type benchResult struct {
-	Orders          int                  `json:"orders"`
-	Rate            int                  `json:"rate_target"`
-	Delays          string               `json:"delays"`
-	Tiers           string               `json:"tiers"`
-	Partitions      int                  `json:"partitions"`
-	Fired           int                  `json:"fired"`
-	Lost            int                  `json:"lost"`
-	Duplicates      int                  `json:"duplicates"`
-	Early           int                  `json:"early"`
-	LatenessMs      embedded.Percentiles `json:"lateness_ms"`
-	ScheduleRate    float64              `json:"schedule_rate"`
-	FireRate        float64              `json:"fire_rate"`      // closes per second from the first to the last
-	FireRatePeak    int                  `json:"fire_rate_peak"` // highest closes per second over a progress interval
-	RouterPeakRSS   float64              `json:"router_peak_rss_mb"`
-	CancellerPeak   float64              `json:"canceller_peak_rss_mb"`
-	RouterCPU       float64              `json:"router_cpu_s"`
-	CancellerCPU    float64              `json:"canceller_cpu_s"`
-	DurationSeconds float64              `json:"duration_s"`
-	InstanceIDs     bool                 `json:"instance_ids"`
+	Orders       int                  `json:"orders"`
+	Rate         int                  `json:"rate_target"`
+	Delays       string               `json:"delays"`
+	Tiers        string               `json:"tiers"`
+	Partitions   int                  `json:"partitions"`
+	Fired        int                  `json:"fired"`
+	Lost         int                  `json:"lost"`
+	Duplicates   int                  `json:"duplicates"`
+	Early        int                  `json:"early"`
+	LatenessMs   embedded.Percentiles `json:"lateness_ms"`
+	ScheduleRate float64              `json:"schedule_rate"`
+	FireRate     float64              `json:"fire_rate"`      // closes per second from the first to the last
+	FireRatePeak int                  `json:"fire_rate_peak"` // highest closes per second over a progress interval
+	procFigures
+	DurationSeconds float64 `json:"duration_s"`
+	InstanceIDs     bool    `json:"instance_ids"`
 	// The router's and canceller's figures are those of the last
 	// instance, the restarted one after a kill.
 	Kill    *killResult    `json:"kill,omitempty"`
 	Hostile *hostileResult `json:"hostile,omitempty"`
+	DB      *dbResult      `json:"db,omitempty"`
 }
 
 // Run is the `hourglass bench` command.
@@ -108,11 +62,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(c.pendingSteps) > 0 {
 		return benchMemory(ctx, c, r.s, r.prod, r.rt.Load(), stdout, stderr)
 	}
+	if c.burst > 0 {
+		return r.burst(ctx, stdout, stderr)
+	}
 	return r.throughput(ctx, stdout, stderr)
 }
 
 // rig is what a bench drives: the embedded broker, the router and the
-// canceller as child processes, and the producer of the orders.
+// canceller as child processes, the producer of the orders and, with a
+// database --closer, the orders table.
 type rig struct {
 	c                         *benchConfig
 	broker                    *kfake.Cluster
@@ -123,13 +81,15 @@ type rig struct {
 	rt, cn atomic.Pointer[child]
 	prod   *kgo.Client
 	s      *tiers.Scheduler
+	orders *ordersTable // nil with the log closer
+	stderr io.Writer
 }
 
 // startRig starts the broker with the topics, the router and the canceller,
 // waits for their groups to form, and makes the producer. On an error it
 // stops what it started.
 func startRig(ctx context.Context, c *benchConfig, stderr io.Writer) (_ *rig, err error) {
-	r := &rig{c: c}
+	r := &rig{c: c, stderr: stderr}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -145,7 +105,17 @@ func startRig(ctx context.Context, c *benchConfig, stderr io.Writer) (_ *rig, er
 	}
 	common := []string{"--brokers", addr, "--http-addr", "", "--log-level", "warn", "--create-topics=false"}
 	r.routerArgs = append(append([]string{"router", "--tiers", c.tiers.String()}, common...), c.routerArgs...)
-	r.cancellerArgs = append([]string{"canceller", "--tiers", c.tiers.String()}, common...)
+	r.cancellerArgs = append(append([]string{"canceller", "--tiers", c.tiers.String()}, common...), c.cancellerArgs...)
+	if c.closer != closerLog {
+		rows := c.orders
+		if c.burst > 0 {
+			rows = c.burst
+		}
+		if r.orders, err = createOrders(ctx, c, rows, stderr); err != nil {
+			return nil, err
+		}
+		r.cancellerArgs = append(r.cancellerArgs, "--closers", r.orders.closersFile())
+	}
 	if c.instanceIDs {
 		r.routerArgs = append(r.routerArgs, "--instance-id", "bench-router-0")
 		r.cancellerArgs = append(r.cancellerArgs, "--instance-id", "bench-canceller-0")
@@ -173,7 +143,7 @@ func startRig(ctx context.Context, c *benchConfig, stderr io.Writer) (_ *rig, er
 }
 
 // close stops what startRig started, in reverse: the producer, the
-// canceller, the router, the broker.
+// canceller, the router, the broker, the orders table.
 func (r *rig) close() {
 	if r.prod != nil {
 		r.prod.Close()
@@ -186,6 +156,17 @@ func (r *rig) close() {
 	if r.broker != nil {
 		r.broker.Close()
 	}
+	if r.orders != nil {
+		r.orders.drop(r.c.keepTable, r.stderr)
+	}
+}
+
+// taskID is the id of the i-th order: its row's id with a database closer.
+func (r *rig) taskID(i int) string {
+	if r.orders != nil {
+		return strconv.Itoa(i)
+	}
+	return "bench-" + strconv.Itoa(i)
 }
 
 // throughput schedules the orders, with a kill and hostile records when
@@ -232,11 +213,18 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench: late: %s due %d scheduled %d forwarded %+d closed %+d ms, path %s\n",
 			ev.TaskID, ev.DueMs, ev.ScheduledMs, ev.ForwardedMs-ev.DueMs, ev.ClosedMs-ev.DueMs, ev.Path)
 	}
+	var dbErr error
+	if r.orders != nil {
+		res.DB, dbErr = r.orders.checked(ctx, produced)
+	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
 	if res.Lost > 0 || res.Early > 0 {
 		return fmt.Errorf("bench: %d orders lost, %d fired early", res.Lost, res.Early)
+	}
+	if dbErr != nil {
+		return dbErr
 	}
 	return c.bounds(res)
 }
@@ -274,7 +262,7 @@ func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, star
 	produced, err := pace(ctx, r.c.orders, r.c.rate, stderr, t, fires, func(i int) {
 		d := wl(rng)
 		maxDelay = max(maxDelay, d)
-		r.s.ScheduleAsync(ctx, tiers.Task{ID: "bench-" + strconv.Itoa(i), Due: time.Now().Add(d)}, nil)
+		r.s.ScheduleAsync(ctx, tiers.Task{ID: r.taskID(i), Due: time.Now().Add(d)}, nil)
 	})
 	if err != nil {
 		return produced, maxDelay, err
@@ -285,24 +273,29 @@ func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, star
 	return produced, maxDelay, nil
 }
 
-// drainOutcomes waits for the outcome of every produced order, bounded by
-// the last due time plus a minute, printing progress every second.
+// drainOutcomes waits for the outcome of every produced order, printing
+// progress every second. Once maxDelay and a minute have passed it gives up
+// when no outcome came in the last minute; ctx (--timeout) bounds it in
+// any case.
 func drainOutcomes(ctx context.Context, t *embedded.Tally, fires *peak, start time.Time, produced int, maxDelay time.Duration, stderr io.Writer) {
-	drain := time.NewTimer(maxDelay + time.Minute)
-	defer drain.Stop()
+	patience := time.Now().Add(maxDelay + time.Minute)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for done := false; !done; {
+	lastCount, lastChange := -1, time.Now()
+	for {
 		select {
 		case <-ctx.Done():
-			done = true
-		case <-drain.C:
-			done = true
-		case <-tick.C:
+			return
+		case now := <-tick.C:
 			snap, w := t.Snapshot(), fires.take(t)
 			fmt.Fprintf(stderr, "bench: %5.0fs fired %d/%d, lateness p99 %d ms (last second: p99 %d, max %d)\n",
-				time.Since(start).Seconds(), snap.Tasks, produced, snap.Late.P99, w.P99, w.Max)
-			done = snap.Tasks >= produced
+				now.Sub(start).Seconds(), snap.Tasks, produced, snap.Late.P99, w.P99, w.Max)
+			if snap.Tasks != lastCount {
+				lastCount, lastChange = snap.Tasks, now
+			}
+			if snap.Tasks >= produced || now.After(patience) && now.Sub(lastChange) > time.Minute {
+				return
+			}
 		}
 	}
 }
@@ -314,10 +307,9 @@ func (r *rig) result(snap embedded.Snapshot, produced int, start time.Time, sche
 	res := benchResult{
 		Orders: c.orders, Rate: c.rate, Delays: c.delays, Tiers: c.tiers.String(), Partitions: c.partitions,
 		Fired: snap.Tasks, Lost: produced - snap.Tasks, Duplicates: snap.Duplicates, Early: snap.Early,
-		LatenessMs:    snap.Late,
-		ScheduleRate:  round(float64(produced) / scheduleTook.Seconds()),
-		RouterPeakRSS: r.rt.Load().peakRSS(), CancellerPeak: r.cn.Load().peakRSS(),
-		RouterCPU: r.rt.Load().cpu(), CancellerCPU: r.cn.Load().cpu(),
+		LatenessMs:      snap.Late,
+		ScheduleRate:    round(float64(produced) / scheduleTook.Seconds()),
+		procFigures:     r.procs(snap.Tasks),
 		DurationSeconds: round(time.Since(start).Seconds()),
 		InstanceIDs:     c.instanceIDs,
 	}

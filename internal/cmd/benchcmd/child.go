@@ -78,7 +78,8 @@ func (c *child) peakRSS() float64 {
 	return c.hwm
 }
 
-// cpu returns the user+system CPU seconds of the process so far.
+// cpu returns the user+system CPU seconds of the process so far, to the
+// clock tick (10 ms).
 func (c *child) cpu() float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
 	if err != nil {
@@ -92,5 +93,30 @@ func (c *child) cpu() float64 {
 	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return round((ut + st) / 100) // clock ticks; 100 per second on Linux
+	return (ut + st) / 100 // clock ticks; 100 per second on Linux
+}
+
+// procFigures are the peak RSS and CPU of the router and the canceller, in
+// every JSON line of a run.
+type procFigures struct {
+	RouterPeakRSS float64 `json:"router_peak_rss_mb"`
+	CancellerPeak float64 `json:"canceller_peak_rss_mb"`
+	RouterCPU     float64 `json:"router_cpu_s"`
+	CancellerCPU  float64 `json:"canceller_cpu_s"`
+	// The CPU divided by the deadlines fired, in microseconds: what one
+	// deadline costs, the idle time of the run included.
+	RouterCPUPerDeadline    float64 `json:"router_cpu_us_per_deadline"`
+	CancellerCPUPerDeadline float64 `json:"canceller_cpu_us_per_deadline"`
+}
+
+// procs returns the figures of the running router and canceller (the
+// restarted ones after a kill), per deadline over fired deadlines.
+func (r *rig) procs(fired int) procFigures {
+	rt, cn := r.rt.Load(), r.cn.Load()
+	f := procFigures{RouterPeakRSS: rt.peakRSS(), CancellerPeak: cn.peakRSS(), RouterCPU: round(rt.cpu()), CancellerCPU: round(cn.cpu())}
+	if fired > 0 {
+		f.RouterCPUPerDeadline = round(rt.cpu() * 1e6 / float64(fired))
+		f.CancellerCPUPerDeadline = round(cn.cpu() * 1e6 / float64(fired))
+	}
+	return f
 }

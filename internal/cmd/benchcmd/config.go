@@ -24,6 +24,14 @@ type benchConfig struct {
 	pendingDelay time.Duration
 	routerArgs   []string
 
+	burst     int           // deadlines due at one instant; 0: a throughput run
+	burstLead time.Duration // from the start of scheduling to the burst's due instant; 0: burstLeadFor
+	closer    string        // log, postgres or mysql
+	dsn       string        // the database of a postgres or mysql closer; loopback only
+	keepTable bool
+
+	cancellerArgs []string
+
 	kill         string // "", "router" or "canceller"
 	killAt       time.Duration
 	restartAfter time.Duration
@@ -94,6 +102,12 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 	fs.StringsVar(steps, "pending-steps", "", nil, "memory mode: pending deadline counts at which to sample the router's RSS, e.g. 10000,100000,1000000")
 	fs.DurationVar(&c.pendingDelay, "pending-delay", "", 45*time.Minute, "memory mode: how far ahead the pending orders are due")
 	fs.StringsVar(&c.routerArgs, "router-args", "", nil, "extra router flags, comma-separated (e.g. --max-held-per-partition=200)")
+	fs.IntVar(&c.burst, "burst", "", 0, "burst mode: schedule this many deadlines due at one instant (0: a throughput run of --orders)")
+	fs.DurationVar(&c.burstLead, "burst-lead", "", 0, "burst mode: the due instant, from the start of scheduling (default 5s + 20µs per deadline)")
+	fs.StringVar(&c.closer, "closer", "", "log", "the canceller's closer: log, or postgres or mysql to close real orders in a table the bench creates")
+	fs.StringVar(&c.dsn, "dsn", cli.Env("bench-dsn"), "", "database of --closer postgres or mysql, loopback only (default "+defaultDSN[closerPostgres]+", or "+defaultDSN[closerMySQL]+")")
+	fs.BoolVar(&c.keepTable, "keep-table", "", false, "keep the orders table of --closer postgres or mysql after the run")
+	fs.StringsVar(&c.cancellerArgs, "canceller-args", "", nil, "extra canceller flags, comma-separated (e.g. --max-in-flight=50)")
 	fs.StringVar(&c.kill, "kill", "", "", "SIGKILL this `process` (router or canceller) at --kill-at and start it again")
 	fs.DurationVar(&c.killAt, "kill-at", "", 0, "when to kill, from the start (default: halfway through scheduling)")
 	fs.DurationVar(&c.restartAfter, "restart-after", "", 300*time.Millisecond, "how long the killed process stays down")
@@ -143,8 +157,42 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 	}
 	errs.IntRange("hostile-rate", c.hostileRate, 0, 1000)
 	errs.IntRange("bombs", c.bombs, 0, 100)
-	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0) {
-		errs.Add("pending-steps", "the memory mode takes neither --kill nor hostile records")
+	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0 || c.closer != closerLog) {
+		errs.Add("pending-steps", "the memory mode takes neither --kill, hostile records nor a database --closer")
 	}
+	c.validateBurst(&errs)
 	return errs
+}
+
+// validateBurst checks --burst, --burst-lead, --closer and --dsn.
+func (c *benchConfig) validateBurst(errs *service.Checks) {
+	errs.IntRange("burst", c.burst, 0, 10_000_000)
+	if c.burstLead < 0 || c.burstLead > time.Hour {
+		errs.Add("burst-lead", "%v: want 0 (the default) up to 1h", c.burstLead)
+	}
+	if c.burst > 0 && (len(c.pendingSteps) > 0 || c.kill != "" || c.hostileRate > 0 || c.bombs > 0) {
+		errs.Add("burst", "the burst mode takes neither --pending-steps, --kill nor hostile records")
+	}
+	switch c.closer {
+	case closerLog:
+		// --dsn, which may come from the environment, is not used.
+		if c.keepTable {
+			errs.Add("keep-table", "goes with --closer postgres or mysql")
+		}
+	case closerPostgres, closerMySQL:
+		if c.dsn == "" {
+			c.dsn = defaultDSN[c.closer]
+		}
+		if err := checkLoopback(c.closer, c.dsn); err != nil {
+			errs.Add("dsn", "%v", err)
+		}
+	default:
+		errs.Add("closer", "%q: want log, postgres or mysql", c.closer)
+	}
+}
+
+// burstLeadFor is the default --burst-lead for n deadlines: 5 s, and 20 µs
+// per deadline for scheduling them (1,000,000: 25 s).
+func burstLeadFor(n int) time.Duration {
+	return 5*time.Second + time.Duration(n)*20*time.Microsecond
 }
