@@ -59,6 +59,14 @@ bench-kill: build ## SIGKILL the router mid-run (PROCESS=canceller for the cance
 bench-hostile: build ## near-limit records and zstd bombs next to 2,000 orders/s; fails if the router passes 400 MB
 	$(BIN)/hourglass bench --orders 40000 --rate 2000 --hostile-rate 20 --bombs 10 --max-router-rss-mb 400
 
+.PHONY: bench-burst
+bench-burst: build ## 1,000,000 deadlines due at one instant, log closer, about 40 s (N=, CLOSER=postgres or mysql to close them in a table: N=100000 takes 30 s)
+	$(BIN)/hourglass bench --burst $(or $(N),1000000) --closer $(or $(CLOSER),log) --timeout 15m
+
+.PHONY: bench-db
+bench-db: build ## canceller closing 100,000 orders in the local Postgres at 10,000/s, all due 5 s after scheduling (ORDERS=, RATE=, DELAYS=, CLOSER=mysql)
+	$(BIN)/hourglass bench --closer $(or $(CLOSER),postgres) --orders $(or $(ORDERS),100000) --rate $(or $(RATE),10000) --delays $(or $(DELAYS),5s) --timeout 10m
+
 .PHONY: bench-ab
 bench-ab: ## paired benchmark against BASE, alternating, with medians and ratios (BASE= required, PAIRS=3, ARGS="--orders 200000 --rate 50000 --delays mix")
 	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<commit> [PAIRS=3] [ARGS='bench flags']"; exit 2; }
