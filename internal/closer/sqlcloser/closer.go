@@ -26,6 +26,13 @@ type Closer struct {
 	// autocommit. Otherwise it runs in a transaction that is rolled back
 	// when it changed more than one row.
 	keyUnique bool
+	// batch groups concurrent closes (see batcher); nil when closes run
+	// one by one (max_batch 1, a custom close statement, a key column
+	// not proven unique).
+	batch *batcher
+	// keyType is the Postgres type of the key column, which the batch
+	// statements cast the task ids to.
+	keyType string
 }
 
 var (
@@ -92,27 +99,51 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 			return failed, closer.Permanent(fmt.Errorf("close %q: %w", t.ID, err))
 		}
 	}
+	if c.batch != nil {
+		return c.closeBatched(ctx, t.ID, key)
+	}
+	return c.closeAlone(ctx, t.ID, key)
+}
+
+// closeAlone closes the order key on its own: the update (see update) and,
+// when it changed no row, the status lookup.
+func (c *Closer) closeAlone(ctx context.Context, id string, key any) (closer.Result, error) {
 	n, err := c.update(ctx, key)
 	if err != nil {
-		return failed, c.wrap(ctx, "close", t.ID, err)
+		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", id, err)
 	}
 	if n == 1 {
 		return closer.Result{Outcome: outcome.Closed}, nil
 	}
+	return c.statusOutcome(ctx, id, key)
+}
 
+// statusOutcome is the outcome of a close that changed no row, from the
+// order's status.
+func (c *Closer) statusOutcome(ctx context.Context, id string, key any) (closer.Result, error) {
 	status, err := c.lookup(ctx, key)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return closer.Result{Outcome: outcome.NotFound}, nil
 	case err != nil:
-		return failed, c.wrap(ctx, "look up status of", t.ID, err)
-	case status.Valid && status.String == c.cfg.ClosedStatus:
-		return closer.Result{Outcome: outcome.AlreadyClosed}, nil
-	case !status.Valid:
-		return closer.Result{Outcome: outcome.Skipped, Detail: "NULL"}, nil
-	default:
-		return closer.Result{Outcome: outcome.Skipped, Detail: status.String}, nil
+		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "look up status of", id, err)
 	}
+	return c.statusResult(true, status), nil
+}
+
+// statusResult is the outcome of a close that changed no row of an order
+// whose status is status (found) or that is not there: NotFound,
+// AlreadyClosed or Skipped with the status as Detail.
+func (c *Closer) statusResult(found bool, status sql.NullString) closer.Result {
+	switch {
+	case !found:
+		return closer.Result{Outcome: outcome.NotFound}
+	case status.Valid && status.String == c.cfg.ClosedStatus:
+		return closer.Result{Outcome: outcome.AlreadyClosed}
+	case !status.Valid:
+		return closer.Result{Outcome: outcome.Skipped, Detail: "NULL"}
+	}
+	return closer.Result{Outcome: outcome.Skipped, Detail: status.String}
 }
 
 // lookup reads the status of an order.

@@ -267,31 +267,41 @@ func TestClosePaymentRace(t *testing.T) {
 			close(start)
 			wg.Wait()
 
-			var nClosed, nPaid int
-			for i := range n {
-				r, _ := b.row(t, int64(i))
-				switch {
-				case r.status == "CLOSED":
-					nClosed++
-					if closes[i].Outcome != outcome.Closed || paid[i] != 0 || !r.closedAt.Valid {
-						t.Errorf("order %d CLOSED: close %+v, payment changed %d rows, closed_at %v", i, closes[i], paid[i], r.closedAt)
-					}
-				case r.status == "PAID":
-					nPaid++
-					want := closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}
-					if closes[i] != want || paid[i] != 1 || r.closedAt.Valid {
-						t.Errorf("order %d PAID: close %+v, payment changed %d rows, closed_at %v", i, closes[i], paid[i], r.closedAt)
-					}
-				default:
-					t.Errorf("order %d is %q", i, r.status)
-				}
-				if r.changes != 1 {
-					t.Errorf("order %d changed %d times", i, r.changes)
-				}
-			}
-			t.Logf("%d closed, %d paid", nClosed, nPaid)
+			checkRace(t, b, closes[:], paid[:], 0)
 		})
 	}
+}
+
+// checkRace checks the orders first, first+1, ... after a close and a
+// payment of each ran at the same time: closes are their outcomes, paid
+// the rows each payment changed. Each order ends closed or paid, changed
+// once, and both sides know which.
+func checkRace(t *testing.T, b *bundle, closes []closer.Result, paid []int64, first int64) {
+	t.Helper()
+	var nClosed, nPaid int
+	for i := range closes {
+		order := first + int64(i)
+		r, _ := b.row(t, order)
+		switch {
+		case r.status == "CLOSED":
+			nClosed++
+			if closes[i].Outcome != outcome.Closed || paid[i] != 0 || !r.closedAt.Valid {
+				t.Errorf("order %d CLOSED: close %+v, payment changed %d rows, closed_at %v", order, closes[i], paid[i], r.closedAt)
+			}
+		case r.status == "PAID":
+			nPaid++
+			want := closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}
+			if closes[i] != want || paid[i] != 1 || r.closedAt.Valid {
+				t.Errorf("order %d PAID: close %+v, payment changed %d rows, closed_at %v", order, closes[i], paid[i], r.closedAt)
+			}
+		default:
+			t.Errorf("order %d is %q", order, r.status)
+		}
+		if r.changes != 1 {
+			t.Errorf("order %d changed %d times", order, r.changes)
+		}
+	}
+	t.Logf("%d closed, %d paid", nClosed, nPaid)
 }
 
 // stockBundle adds order items and stock: order i holds 3 of sku-i, and

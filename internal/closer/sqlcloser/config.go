@@ -34,6 +34,10 @@ const (
 	DefaultStatementTimeout = 5 * time.Second
 	DefaultCreatedColumn    = "created_at"
 	DefaultPageSize         = 500
+	DefaultMaxBatch         = 500
+	// MaxMaxBatch bounds Config.MaxBatch: a MySQL batch takes a
+	// placeholder per order, and a statement at most 65,535.
+	MaxMaxBatch = 10000
 )
 
 // NoColumn as ClosedAtColumn means the table has no close-time column.
@@ -129,6 +133,18 @@ type Config struct {
 	// the DSN sets one. Default 5s.
 	StatementTimeout time.Duration `yaml:"statement_timeout"`
 
+	// MaxBatch bounds how many closes go out together. The closes that
+	// are waiting when a batch starts (at most MaxBatch) close in one
+	// transaction: one statement for all (and the release statement for
+	// each order closed), then one status query for those it did not
+	// change. Nothing waits for a batch to fill: a close that comes alone
+	// goes out alone, and batches grow only while earlier ones run. A
+	// batch that fails runs again order by order, so that one bad row
+	// fails only itself. 1 turns batching off; it is off anyway with a
+	// CloseStatement or a key column not proven unique. At most 10000.
+	// Default 500.
+	MaxBatch int `yaml:"max_batch"`
+
 	// Reconcile configures the reconcile scan.
 	Reconcile ReconcileConfig `yaml:"reconcile"`
 }
@@ -168,6 +184,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StatementTimeout == 0 {
 		c.StatementTimeout = DefaultStatementTimeout
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
 	}
 	setString(&c.Reconcile.CreatedColumn, DefaultCreatedColumn)
 	if c.Reconcile.PageSize == 0 {
@@ -290,6 +309,9 @@ func (c Config) checkLimits(p *problems) {
 	}
 	if c.StatementTimeout < 0 {
 		p.add("statement_timeout: %s is negative", c.StatementTimeout)
+	}
+	if c.MaxBatch < 0 || c.MaxBatch > MaxMaxBatch {
+		p.add("max_batch: %d is not between 1 and %d", c.MaxBatch, MaxMaxBatch)
 	}
 	if c.Reconcile.Deadline < 0 {
 		p.add("reconcile.deadline: %s is negative", c.Reconcile.Deadline)

@@ -206,6 +206,7 @@ func TestConfigValidate(t *testing.T) {
 				c.MaxOpenConns, c.MaxIdleConns = -1, -2
 				c.ConnMaxLifetime, c.StatementTimeout = -time.Second, -time.Second
 				c.Reconcile.Deadline, c.Reconcile.PageSize = -time.Minute, -1
+				c.MaxBatch = -1
 				return c
 			},
 			want: []string{
@@ -213,6 +214,7 @@ func TestConfigValidate(t *testing.T) {
 				"max_idle_conns: -2 is negative",
 				"conn_max_lifetime: -1s is negative",
 				"statement_timeout: -1s is negative",
+				"max_batch: -1 is not between 1 and 10000",
 				"reconcile.deadline: -1m0s is negative",
 				"reconcile.page_size: -1 is negative",
 			},
@@ -221,6 +223,11 @@ func TestConfigValidate(t *testing.T) {
 			name: "more idle than open",
 			cfg:  func() sqlcloser.Config { c := pg(); c.MaxOpenConns, c.MaxIdleConns = 5, 6; return c },
 			want: []string{"max_idle_conns: 6 is more than max_open_conns 5"},
+		},
+		{
+			name: "batch too large",
+			cfg:  func() sqlcloser.Config { c := pg(); c.MaxBatch = 10001; return c },
+			want: []string{"max_batch: 10001 is not between 1 and 10000"},
 		},
 		{
 			name: "zero config",
@@ -264,6 +271,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Table: "orders", KeyColumn: "id", StatusColumn: "status",
 				OpenStatuses: []string{"UNPAID"}, ClosedStatus: "CLOSED", ClosedAtColumn: "closed_at",
 				MaxOpenConns: 10, MaxIdleConns: 10, ConnMaxLifetime: 30 * time.Minute, StatementTimeout: 5 * time.Second,
+				MaxBatch:  500,
 				Reconcile: sqlcloser.ReconcileConfig{CreatedColumn: "created_at", PageSize: 500},
 			},
 		},
@@ -271,12 +279,12 @@ func TestConfigWithDefaults(t *testing.T) {
 			name: "set fields stay; idle follows open",
 			cfg: sqlcloser.Config{
 				Table: "t", KeyColumn: "k", StatusColumn: "s", OpenStatuses: []string{"A", "B"}, ClosedStatus: "C",
-				ClosedAtColumn: "-", MaxOpenConns: 3, ConnMaxLifetime: time.Minute, StatementTimeout: time.Second,
+				ClosedAtColumn: "-", MaxOpenConns: 3, ConnMaxLifetime: time.Minute, StatementTimeout: time.Second, MaxBatch: 1,
 				Reconcile: sqlcloser.ReconcileConfig{CreatedColumn: "c", Deadline: time.Hour, PageSize: 7},
 			},
 			want: sqlcloser.Config{
 				Table: "t", KeyColumn: "k", StatusColumn: "s", OpenStatuses: []string{"A", "B"}, ClosedStatus: "C",
-				ClosedAtColumn: "-", MaxOpenConns: 3, MaxIdleConns: 3, ConnMaxLifetime: time.Minute, StatementTimeout: time.Second,
+				ClosedAtColumn: "-", MaxOpenConns: 3, MaxIdleConns: 3, ConnMaxLifetime: time.Minute, StatementTimeout: time.Second, MaxBatch: 1,
 				Reconcile: sqlcloser.ReconcileConfig{CreatedColumn: "c", Deadline: time.Hour, PageSize: 7},
 			},
 		},
@@ -313,6 +321,7 @@ max_open_conns: 20
 max_idle_conns: 5
 conn_max_lifetime: 30m
 statement_timeout: 2s
+max_batch: 100
 reconcile:
   created_column: created_at
   deadline: 30m
@@ -339,6 +348,7 @@ reconcile:
 		MaxIdleConns:     5,
 		ConnMaxLifetime:  30 * time.Minute,
 		StatementTimeout: 2 * time.Second,
+		MaxBatch:         100,
 		Reconcile:        sqlcloser.ReconcileConfig{CreatedColumn: "created_at", Deadline: 30 * time.Minute, PageSize: 1000},
 	}
 	if !reflect.DeepEqual(got, want) {

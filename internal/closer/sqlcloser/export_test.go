@@ -1,5 +1,39 @@
 package sqlcloser
 
+import (
+	"context"
+
+	"github.com/hourglass/hourglass/internal/closer"
+)
+
 // KeyUnique reports whether New proved the key column unique, so that the
 // default close runs on its own, in autocommit.
 func KeyUnique(c *Closer) bool { return c.keyUnique }
+
+// Batching reports whether c batches closes.
+func Batching(c *Closer) bool { return c.batch != nil }
+
+// BatchesRun counts the batches of two orders or more that succeeded.
+func BatchesRun(c *Closer) int64 { return c.batch.ran.Load() }
+
+// CloseBatch closes ids as Close would if they were all queued when a
+// batch started: in one batch, then each finished as its Close would.
+func CloseBatch(ctx context.Context, c *Closer, ids []string) ([]closer.Result, []error) {
+	res, errs := make([]closer.Result, len(ids)), make([]error, len(ids))
+	var ps []*pending
+	var at []int
+	for i, id := range ids {
+		key, err := c.keyArg(id)
+		if err != nil {
+			res[i], errs[i] = c.Close(ctx, closer.Task{ID: id}) // fails before batching
+			continue
+		}
+		ps = append(ps, &pending{ctx: ctx, id: id, key: key, done: make(chan struct{})})
+		at = append(at, i)
+	}
+	c.runBatch(ps)
+	for j, p := range ps {
+		res[at[j]], errs[at[j]] = c.finish(ctx, p)
+	}
+	return res, errs
+}

@@ -166,6 +166,17 @@ func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) er
 			return fmt.Errorf("%s: look up the unique indexes of %s: %w", where, cfg.Table, err)
 		}
 	}
+	if cfg.MaxBatch > 1 && cfg.CloseStatement == "" && c.keyUnique {
+		if cfg.Driver == DriverPostgres {
+			if err := c.db.QueryRowContext(ctx, `
+				SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+				WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`,
+				dialectOf(DriverPostgres).ident(cfg.Table), cfg.KeyColumn).Scan(&c.keyType); err != nil {
+				return fmt.Errorf("%s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
+			}
+		}
+		c.batch = &batcher{run: c.runBatch, max: cfg.MaxBatch}
+	}
 	return nil
 }
 

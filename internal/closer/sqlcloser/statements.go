@@ -39,6 +39,7 @@ type statement struct {
 type argRef struct {
 	kind  argKind
 	value string // for argLiteral
+	index int    // for argBatchKey
 }
 
 type argKind int
@@ -49,6 +50,8 @@ const (
 	argCutoff                  // reconcile: orders created before this are due
 	argAfterAt                 // reconcile: created_at of the last row of the previous page
 	argAfterKey                // reconcile: key of the last row of the previous page
+	argKeys                    // batch, postgres: the task ids as a text array
+	argBatchKey                // batch, mysql: the task id at index
 )
 
 // builder appends SQL and placeholders in the dialect's style.

@@ -1,0 +1,233 @@
+package sqlcloser
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// batchOutcome is what a batch found for one order.
+type batchOutcome struct {
+	closed bool // the batch closed it
+	// looked: the batch read its status (found, status); otherwise the
+	// close looks it up on its own.
+	looked bool
+	found  bool
+	status sql.NullString
+}
+
+// batchClose closes the orders keys (distinct, at least two) in one
+// transaction, the release statement run for exactly the orders it
+// closed, then reads the status of the others in one query. An error of
+// the close is the batch's: nothing was committed, and each close runs
+// again on its own. The status query failing only leaves each close to
+// look its order up. The batch runs under a context of its own, bounded
+// like a close, and not ended by any one caller.
+func (c *Closer) batchClose(keys []any) ([]batchOutcome, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*c.cfg.StatementTimeout)
+	defer cancel()
+	var (
+		closed []bool
+		err    error
+	)
+	for attempt := 1; ; attempt++ {
+		if c.cfg.Driver == DriverMySQL {
+			closed, err = c.mysqlBatchUpdate(ctx, keys)
+		} else {
+			closed, err = c.pgBatchUpdate(ctx, keys)
+		}
+		if err == nil || attempt == rollbackAttempts || !rolledBack(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]batchOutcome, len(keys))
+	var rest []int
+	for i := range keys {
+		out[i].closed = closed[i]
+		if !closed[i] {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) > 0 && c.cfg.StatusStatement == "" {
+		c.batchLookup(ctx, keys, rest, out)
+	}
+	return out, nil
+}
+
+// pgBatchUpdate runs pgBatchClose, in autocommit without a release
+// statement, and reports which of keys it closed.
+func (c *Closer) pgBatchUpdate(ctx context.Context, keys []any) ([]bool, error) {
+	closed := make([]bool, len(keys))
+	readN := func(rows *sql.Rows) error {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if n < 1 || n > int64(len(keys)) {
+			return fmt.Errorf("update %s: returned position %d of %d", c.cfg.Table, n, len(keys))
+		}
+		closed[n-1] = true
+		return nil
+	}
+	st := pgBatchClose(c.cfg, c.keyType)
+	if c.release.sql == "" {
+		return closed, c.queryRows(ctx, c.db, st, keys, readN)
+	}
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit: sql.ErrTxDone, ignored
+	if err := c.queryRows(ctx, tx, st, keys, readN); err != nil {
+		return nil, err
+	}
+	return closed, c.releaseAndCommit(ctx, tx, keys, closed)
+}
+
+// mysqlBatchUpdate locks the open orders of keys (mysqlBatchLock), closes
+// them by their stored keys (mysqlBatchClose) and reports which of keys it
+// closed. Two ids of one row close it once, for the first of them. It runs
+// in READ COMMITTED, which locks the rows found and no gaps.
+func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, error) {
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit: sql.ErrTxDone, ignored
+	// first is the first n of each stored key: two ids of one row (under
+	// a case-insensitive collation) close it for the first of them.
+	first := map[any]int64{}
+	var stored []any
+	err = c.queryRows(ctx, tx, mysqlBatchLock(c.cfg, len(keys)), keys, func(rows *sql.Rows) error {
+		var n int64
+		key := c.storedKey()
+		if err := rows.Scan(&n, key); err != nil {
+			return err
+		}
+		k := deref(key)
+		if f, ok := first[k]; !ok {
+			stored = append(stored, k)
+		} else if f < n {
+			return nil
+		}
+		first[k] = n
+		return nil
+	})
+	closed := make([]bool, len(keys))
+	for _, n := range first {
+		if n >= 1 && n <= int64(len(keys)) {
+			closed[n-1] = true
+		}
+	}
+	if err != nil || len(stored) == 0 {
+		return closed, err // no row to change: the deferred rollback ends it
+	}
+	st := mysqlBatchClose(c.cfg, len(stored))
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
+	res, err := tx.ExecContext(sctx, st.sql, st.bindBatch(stored)...)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", c.cfg.Table, c.timedOut(ctx, err))
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(stored)) {
+		return nil, fmt.Errorf("update %s: changed %d of the %d rows locked (%v)", c.cfg.Table, n, len(stored), err)
+	}
+	return closed, c.releaseAndCommit(ctx, tx, keys, closed)
+}
+
+// storedKey is where a MySQL key column is scanned to, as its keyKind
+// binds it.
+func (c *Closer) storedKey() any {
+	switch c.keyKind {
+	case keySigned:
+		return new(int64)
+	case keyUnsigned:
+		return new(uint64)
+	}
+	return new(string)
+}
+
+func deref(p any) any {
+	switch v := p.(type) {
+	case *int64:
+		return *v
+	case *uint64:
+		return *v
+	case *string:
+		return *v
+	}
+	return p
+}
+
+// releaseAndCommit runs the release statement for each order of keys
+// closed, then commits tx.
+func (c *Closer) releaseAndCommit(ctx context.Context, tx *sql.Tx, keys []any, closed []bool) error {
+	if c.release.sql != "" {
+		for i, k := range keys {
+			if !closed[i] {
+				continue
+			}
+			if _, err := c.exec(ctx, tx, c.release, k); err != nil {
+				return fmt.Errorf("release %v: %w", k, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// batchLookup reads the status of the orders keys[rest] (batchStatus) into
+// out. When it fails, out is left as it was.
+func (c *Closer) batchLookup(ctx context.Context, keys []any, rest []int, out []batchOutcome) {
+	sub := make([]any, len(rest))
+	for j, i := range rest {
+		sub[j] = keys[i]
+	}
+	found := make([]bool, len(sub))
+	status := make([]sql.NullString, len(sub))
+	err := c.queryRows(ctx, c.db, batchStatus(c.cfg, c.keyType, len(sub)), sub, func(rows *sql.Rows) error {
+		var n int64
+		var s sql.NullString
+		if err := rows.Scan(&n, &s); err != nil {
+			return err
+		}
+		if n >= 1 && n <= int64(len(sub)) {
+			found[n-1], status[n-1] = true, s
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	for j, i := range rest {
+		out[i].looked, out[i].found, out[i].status = true, found[j], status[j]
+	}
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryRows runs st for keys on q, bounded by StatementTimeout, and calls
+// each for each row.
+func (c *Closer) queryRows(ctx context.Context, q querier, st statement, keys []any, each func(*sql.Rows) error) error {
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
+	defer cancel()
+	rows, err := q.QueryContext(sctx, st.sql, st.bindBatch(keys)...)
+	if err != nil {
+		return c.timedOut(ctx, err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return c.timedOut(ctx, rows.Err())
+}
