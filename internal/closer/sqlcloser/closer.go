@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -29,7 +30,8 @@ type Closer struct {
 	// batch groups concurrent closes (see batcher); nil when closes run
 	// one by one (max_batch 1, a custom close statement, a key column
 	// not proven unique).
-	batch *batcher
+	batch    *batcher
+	inFlight atomic.Int64 // closes running, when batching
 	// keyType is the Postgres type of the key column, which the batch
 	// statements cast the task ids to.
 	keyType string
@@ -100,7 +102,14 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 		}
 	}
 	if c.batch != nil {
-		return c.closeBatched(ctx, t.ID, key)
+		// Up to max_open_conns closes at once each have a connection
+		// and go out on their own; the closes beyond those, which
+		// would wait for a connection, wait for a batch instead.
+		n := c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
+		if n > int64(c.cfg.MaxOpenConns) {
+			return c.closeBatched(ctx, t.ID, key)
+		}
 	}
 	return c.closeAlone(ctx, t.ID, key)
 }

@@ -626,20 +626,33 @@ func TestCloseOutage(t *testing.T) {
 }
 
 // BenchmarkClose measures closes per second against the shared Postgres
-// with about 50 closes in flight, as the canceller runs them.
+// with 10, 50 and 1000 closes in flight, as the canceller runs them, one
+// by one (max_batch 1) and batched (the default).
+//
+//	go test -run '^$' -bench 'BenchmarkClose' -benchtime 20000x ./internal/closer/sqlcloser
 func BenchmarkClose(b *testing.B) { benchmarkClose(b, sqlcloser.DriverPostgres) }
 
 // BenchmarkCloseMySQL is BenchmarkClose against the shared MySQL/MariaDB.
 func BenchmarkCloseMySQL(b *testing.B) { benchmarkClose(b, sqlcloser.DriverMySQL) }
 
 func benchmarkClose(b *testing.B, driver string) {
+	for _, inFlight := range []int{10, 50, 1000} {
+		for _, maxBatch := range []int{1, sqlcloser.DefaultMaxBatch} {
+			b.Run(fmt.Sprintf("in_flight=%d/max_batch=%d", inFlight, maxBatch), func(b *testing.B) {
+				benchmarkCloses(b, driver, inFlight, maxBatch)
+			})
+		}
+	}
+}
+
+func benchmarkCloses(b *testing.B, driver string, inFlight, maxBatch int) {
 	bb := newBundle(b, driver)
 	bb.seed(b, b.N)
 	cfg := bb.config()
 	cfg.MaxOpenConns = 20
+	cfg.MaxBatch = maxBatch
 	c := newCloser(b, cfg)
 
-	const inFlight = 50
 	b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	var next, errs atomic.Int64
 	ctx := context.Background()
