@@ -9,6 +9,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/dbtest"
 )
 
 // closeBatch closes ids in one batch; an error fails the test.
@@ -298,5 +299,56 @@ func TestCloseBatches(t *testing.T) {
 				t.Error("max_batch 1 batches")
 			}
 		})
+	}
+}
+
+// TestCloseBatchStringKeys closes string ids in batches: an id longer than
+// the key column matches no order (it is not cut short to match
+// another), and two ids that the column's collation matches to one order
+// close it once, for the first.
+func TestCloseBatchStringKeys(t *testing.T) {
+	t.Parallel()
+	keys := map[string][]string{
+		sqlcloser.DriverPostgres: {"varchar(3)", "char(3)", "text"},
+		sqlcloser.DriverMySQL:    {"VARCHAR(3) COLLATE utf8mb4_general_ci"},
+	}
+	for _, driver := range drivers {
+		for _, keyType := range keys[driver] {
+			t.Run(driver+"/"+keyType, func(t *testing.T) {
+				t.Parallel()
+				b := &bundle{driver: driver, dsn: dsnOf(t, driver), closedAt: "closed_at"}
+				b.db = dbtest.Open(t, driver, b.dsn)
+				b.table = dbtest.Table(t, "orders")
+				b.exec(t, `CREATE TABLE `+b.table+` (id `+keyType+` PRIMARY KEY, status VARCHAR(16) NOT NULL, closed_at `+
+					map[string]string{sqlcloser.DriverPostgres: "timestamptz", sqlcloser.DriverMySQL: "DATETIME(6)"}[driver]+` NULL)`)
+				b.drop(t, b.table)
+				for _, k := range []string{"abc", "zzz"} {
+					b.exec(t, `INSERT INTO `+b.table+` (id, status) VALUES ($1, 'UNPAID')`, k)
+				}
+				c := newCloser(t, b.config())
+				if !sqlcloser.Batching(c) {
+					t.Fatal("not batching")
+				}
+				got := closeBatch(t, c, "abcd", "zzz", "abcdef")
+				want := []outcome.Outcome{outcome.NotFound, outcome.Closed, outcome.NotFound}
+				if driver == sqlcloser.DriverMySQL {
+					// MySQL compares "abcd" with the VARCHAR(3) "abc" as it is.
+					got = append(got, closeBatch(t, c, "ABC", "abc")...)
+					want = append(want, outcome.Closed, outcome.AlreadyClosed)
+				}
+				for i := range got {
+					if got[i].Outcome != want[i] {
+						t.Errorf("close %d = %+v, want %s", i, got[i], want[i])
+					}
+				}
+				var status string
+				if err := b.db.QueryRow(b.q(`SELECT status FROM `+b.table+` WHERE id = $1`), "abc").Scan(&status); err != nil {
+					t.Fatal(err)
+				}
+				if wantStatus := map[string]string{sqlcloser.DriverPostgres: "UNPAID", sqlcloser.DriverMySQL: "CLOSED"}[driver]; status != wantStatus {
+					t.Errorf("order abc is %s, want %s", status, wantStatus)
+				}
+			})
+		}
 	}
 }

@@ -87,9 +87,9 @@ func (c *Closer) pgBatchUpdate(ctx context.Context, keys []any) ([]bool, error) 
 	return closed, c.releaseAndCommit(ctx, tx, keys, closed)
 }
 
-// mysqlBatchUpdate locks the open orders of keys (mysqlBatchLock), closes
-// them by their stored keys (mysqlBatchClose) and reports which of keys it
-// closed. Two ids of one row close it once, for the first of them. It runs
+// mysqlBatchUpdate locks the orders of keys (mysqlBatchLock), closes the
+// open ones by their stored keys (mysqlBatchClose) and reports which of
+// keys it closed. Two ids of one row close it once, for the first of them. It runs
 // in READ COMMITTED, which locks the rows found and no gaps.
 func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, error) {
 	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
@@ -103,9 +103,13 @@ func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, erro
 	var stored []any
 	err = c.queryRows(ctx, tx, mysqlBatchLock(c.cfg, len(keys)), keys, func(rows *sql.Rows) error {
 		var n int64
+		var open sql.NullBool
 		key := c.storedKey()
-		if err := rows.Scan(&n, key); err != nil {
+		if err := rows.Scan(&n, key, &open); err != nil {
 			return err
+		}
+		if !open.Valid || !open.Bool {
+			return nil // not open: left alone, and looked up after
 		}
 		k := deref(key)
 		if f, ok := first[k]; !ok {

@@ -51,7 +51,7 @@ func (b *builder) setClosed(c Config) *builder {
 // pgBatchClose closes the open orders of a batch and returns their n:
 //
 //	UPDATE "orders" AS o SET "status" = $2, "closed_at" = now()
-//	FROM (SELECT CAST(v AS bigint) AS v, min(n) AS n
+//	FROM (SELECT CAST(v AS pg_catalog.int8) AS v, min(n) AS n
 //	      FROM unnest(CAST($1 AS text[])) WITH ORDINALITY AS k(v, n) GROUP BY 1) AS k
 //	WHERE o."id" = k.v AND o."status" IN ($3) RETURNING k.n
 //
@@ -66,24 +66,27 @@ func pgBatchClose(c Config, pgType string) statement {
 	return b.statement()
 }
 
-// mysqlBatchLock reads and locks the open orders of a batch of n, and
-// returns n and the key as stored:
+// mysqlBatchLock reads and locks the orders of a batch of n by their key,
+// and returns n, the key as stored and whether the order is open:
 //
-//	SELECT k.n, o.`id` FROM (SELECT ? AS v, 1 AS n UNION ALL ...) AS k
-//	JOIN `orders` AS o ON o.`id` = k.v WHERE o.`status` IN (?) FOR UPDATE
+//	SELECT k.n, o.`id`, o.`status` IN (?) FROM (SELECT ? AS v, 1 AS n UNION ALL ...) AS k
+//	JOIN `orders` AS o ON o.`id` = k.v FOR UPDATE
+//
+// The status is a result, not a condition: with a condition MySQL may
+// lock through the status index before the key, the other order from a
+// payment's update, and the two deadlock.
 func mysqlBatchLock(c Config, n int) statement {
 	b := &builder{d: dialectOf(DriverMySQL)}
-	b.sql("SELECT k.n, o.").ident(c.KeyColumn).sql(" FROM ").keysTable(n).
-		sql(" JOIN ").ident(c.Table).sql(" AS o ON ").keyMatch(c, "").
-		sql(" WHERE o.").in(c.StatusColumn, c.OpenStatuses).sql(" FOR UPDATE")
+	b.sql("SELECT k.n, o.").ident(c.KeyColumn).sql(", o.").in(c.StatusColumn, c.OpenStatuses).sql(" FROM ").keysTable(n).
+		sql(" JOIN ").ident(c.Table).sql(" AS o ON ").keyMatch(c, "").sql(" FOR UPDATE")
 	return b.statement()
 }
 
-// mysqlBatchClose closes the n orders mysqlBatchLock locked, by their
-// stored keys:
+// mysqlBatchClose closes the n open orders mysqlBatchLock locked, by their
+// stored keys, and only by them (no condition on the status, which they
+// hold while locked, for the reason above):
 //
-//	UPDATE `orders` SET `status` = ?, `closed_at` = CURRENT_TIMESTAMP(6)
-//	WHERE `id` IN (?, ?) AND `status` IN (?)
+//	UPDATE `orders` SET `status` = ?, `closed_at` = CURRENT_TIMESTAMP(6) WHERE `id` IN (?, ?)
 func mysqlBatchClose(c Config, n int) statement {
 	b := &builder{d: dialectOf(DriverMySQL)}
 	b.sql("UPDATE ").ident(c.Table).setClosed(c).sql(" WHERE ").ident(c.KeyColumn).sql(" IN (")
@@ -93,7 +96,7 @@ func mysqlBatchClose(c Config, n int) statement {
 		}
 		b.arg(argRef{kind: argBatchKey, index: i})
 	}
-	b.sql(") AND ").in(c.StatusColumn, c.OpenStatuses)
+	b.sql(")")
 	return b.statement()
 }
 
@@ -101,7 +104,7 @@ func mysqlBatchClose(c Config, n int) statement {
 // without a row is not found:
 //
 //	SELECT k.n, o."status" FROM unnest(CAST($1 AS text[])) WITH ORDINALITY AS k(v, n)
-//	JOIN "orders" AS o ON o."id" = CAST(k.v AS bigint)
+//	JOIN "orders" AS o ON o."id" = CAST(k.v AS pg_catalog.int8)
 func batchStatus(c Config, pgType string, n int) statement {
 	b := &builder{d: dialectOf(c.Driver)}
 	b.sql("SELECT k.n, o.").ident(c.StatusColumn).sql(" FROM ").keysTable(n).

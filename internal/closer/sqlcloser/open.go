@@ -144,7 +144,8 @@ func openMySQL(cfg Config, dsn string, tc *tls.Config) (db *sql.DB, where string
 
 // inspect pings the database named where and looks up what New needs of
 // it: the session's character set when interpolate, the key column's type
-// (mysql) and whether it is unique (default close statement).
+// (mysql) and whether it is unique (default close statement) and, when
+// closes are batched, the key column's type (postgres).
 func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) error {
 	cfg := c.cfg
 	if err := c.db.PingContext(ctx); err != nil {
@@ -168,9 +169,13 @@ func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) er
 	}
 	if cfg.MaxBatch > 1 && cfg.CloseStatement == "" && c.keyUnique {
 		if cfg.Driver == DriverPostgres {
+			// The type's own name, without its modifier: a cast to
+			// varchar(8) or character (char(1)) would cut the id short
+			// and match another order.
 			if err := c.db.QueryRowContext(ctx, `
-				SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-				WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`,
+				SELECT quote_ident(n.nspname) || '.' || quote_ident(t.typname)
+				FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
+				WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND NOT a.attisdropped`,
 				dialectOf(DriverPostgres).ident(cfg.Table), cfg.KeyColumn).Scan(&c.keyType); err != nil {
 				return fmt.Errorf("%s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
 			}

@@ -125,6 +125,9 @@ func TestCloseKeyNotUnique(t *testing.T) {
 					if got := sqlcloser.KeyUnique(c); got != kt.unique {
 						t.Errorf("key column proven unique = %v, want %v", got, kt.unique)
 					}
+					if got := sqlcloser.Batching(c); got != kt.unique {
+						t.Errorf("batching = %v, want it only with a key proven unique (%v)", got, kt.unique)
+					}
 
 					res, err := closeOne(t, c, "5")
 					if kt.dupes {
@@ -147,6 +150,15 @@ func TestCloseKeyNotUnique(t *testing.T) {
 					}
 					if n := count(t, b, `SELECT count(*) FROM `+table+` WHERE status = 'CLOSED'`); n != 1+map[bool]int{true: 0, false: 1}[kt.dupes] {
 						t.Errorf("%d orders closed", n)
+					}
+					if kt.unique {
+						got := closeBatch(t, c, "5", "6", "404")
+						want := []outcome.Outcome{outcome.AlreadyClosed, outcome.AlreadyClosed, outcome.NotFound}
+						for i := range got {
+							if got[i].Outcome != want[i] {
+								t.Errorf("batch close %d = %+v, want %s", i, got[i], want[i])
+							}
+						}
 					}
 				})
 			}
