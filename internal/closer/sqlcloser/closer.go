@@ -86,7 +86,9 @@ func (st *statement) bind(key any) []any {
 // Close closes the order t.ID: the conditional update (and the release
 // statement, in the same transaction) and, when it changed no row, a status
 // lookup that tells AlreadyClosed, Skipped (Detail is the state) and
-// NotFound apart. Errors are wrapped with the operation and the task id;
+// NotFound apart. Beyond MaxOpenConns closes in flight, a close waits for
+// a batch instead (see the package doc, Batches). Errors are wrapped with
+// the operation and the task id;
 // the ones that will not go away on a retry are marked closer.Permanent.
 // When ctx ends, the error wraps ctx's error.
 func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error) {

@@ -121,7 +121,8 @@ type Config struct {
 	// rolled back and reported as failed. Default: none.
 	ReleaseStatement string `yaml:"release_statement"`
 
-	// MaxOpenConns bounds the pool. Default 10.
+	// MaxOpenConns bounds the pool. Closes in flight beyond it are batched
+	// (see MaxBatch). Default 10.
 	MaxOpenConns int `yaml:"max_open_conns"`
 	// MaxIdleConns is how many idle connections the pool keeps; at most
 	// MaxOpenConns. Default MaxOpenConns.

@@ -36,6 +36,53 @@
 // 'UNPAID'), changes the row at most once and never closes a paid order:
 // the row lock orders the two, and the loser's condition no longer holds.
 //
+// # Batches
+//
+// When more closes are in flight than max_open_conns (the canceller's
+// --max-in-flight above it), the closes beyond those, which would wait for
+// a connection, are batched instead (group commit): Close queues its
+// order, and one of two flushers takes everything queued at that moment,
+// at most max_batch (default 500; 1 turns batching off), and closes it
+// together. Nothing waits for a batch to fill; a batch of one order runs
+// as the single close above. On Postgres, with the ids as one text array:
+//
+//	UPDATE "orders" AS o SET "status" = $2, "closed_at" = now()
+//	FROM (SELECT CAST(v AS pg_catalog.int8) AS v, min(n) AS n
+//	      FROM unnest(CAST($1 AS text[])) WITH ORDINALITY AS k(v, n) GROUP BY 1) AS k
+//	WHERE o."id" = k.v AND o."status" IN ($3) RETURNING k.n
+//
+// (int8 is the key column's type, which New looks up, without its
+// modifier: a cast to varchar(8) would cut a long id short). On MySQL and
+// MariaDB, in a READ COMMITTED transaction,
+//
+//	SELECT k.n, o.`id` FROM (SELECT ? AS v, 1 AS n UNION ALL SELECT ?, 2 ...) AS k
+//	JOIN `orders` AS o ON o.`id` = k.v WHERE o.`status` IN (?) FOR UPDATE
+//	UPDATE `orders` SET ... WHERE `id` IN (the ids locked) AND `status` IN (?)
+//
+// With a release statement (and always on MySQL) the update runs in a
+// transaction with the release statement run for exactly the orders it
+// closed. Then one query reads the status of the others:
+//
+//	SELECT k.n, o."status" FROM (the ids, numbered) AS k JOIN "orders" AS o ON o."id" = k.v
+//
+// Each order's outcome comes back by its position n, not by the id as
+// stored, so it is the one the order would have had alone: closed,
+// already_closed, skipped with the status, not_found. Duplicates of one
+// order in a batch (also "42" and "042", or ids that a case-insensitive
+// collation matches to one row) close it once, for the first of them, and
+// the others are already_closed, as one close after the other would be.
+// Batches take row locks like single closes, so the race with a payment
+// ends the same way. When the batch fails (a release that breaks a
+// constraint, an id that is not a valid key, a lock wait past
+// statement_timeout), nothing of it is committed and each of its closes
+// runs again on its own, so that one bad row fails only itself. A
+// failed status query leaves each close to look its order up. The batch
+// runs under a context of its own, bounded by statement_timeout like a
+// single close: a caller whose ctx ends stops waiting, and its close may
+// still be committed, as a single close may be. Batching is off with a
+// custom close statement and when the key column is not proven unique; a
+// custom status statement runs once per order not closed.
+//
 // MySQL uses ? placeholders, backquoted identifiers and
 // CURRENT_TIMESTAMP(6), and runs the close, status and release statements
 // as prepared statements: database/sql prepares each once per connection,
