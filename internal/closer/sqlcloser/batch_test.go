@@ -352,3 +352,63 @@ func TestCloseBatchStringKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseBatchReleaseBlocked closes three orders in one batch while the
+// stock of one of them is locked: the batch times out and is rolled back,
+// the two others close on their own, the blocked one fails with a
+// retryable error, and closes once retried.
+func TestCloseBatchReleaseBlocked(t *testing.T) {
+	t.Parallel()
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := newBundle(t, driver)
+			cfg := b.config()
+			cfg.ReleaseStatement = stockBundle(t, b, 3)
+			cfg.StatementTimeout = 300 * time.Millisecond
+			// Each release then reads and locks the rows of its order
+			// only, as in a real schema: on MySQL a release scanning
+			// every item would wait for sku-1 too, batched or not.
+			b.exec(t, `CREATE INDEX `+b.table+`_io ON `+b.table+`_items (order_id)`)
+			c := newCloser(t, cfg)
+			for i := range int64(3) {
+				b.insert(t, i, "UNPAID", time.Time{})
+			}
+			ctx := context.Background()
+			lock, err := b.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = lock.Rollback() }()
+			if _, err := lock.ExecContext(ctx, b.q(`UPDATE `+b.table+`_stock SET qty = qty WHERE sku = $1`), "sku-1"); err != nil {
+				t.Fatal(err)
+			}
+			res, errs := sqlcloser.CloseBatch(ctx, c, []string{"0", "1", "2"})
+			if errs[1] == nil || closer.IsPermanent(errs[1]) || res[1].Outcome != outcome.Failed {
+				t.Errorf("close 1 = %+v, %v; want failed, a retryable error", res[1], errs[1])
+			}
+			for _, i := range []int{0, 2} {
+				if errs[i] != nil || res[i].Outcome != outcome.Closed {
+					t.Errorf("close %d = %+v, %v; want closed", i, res[i], errs[i])
+				}
+			}
+			if err := lock.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			// MySQL rolls the close back when it notices the connection
+			// the driver closed; wait for it, bounded.
+			waitFor(t, 10*time.Second, func() bool {
+				r, _ := b.row(t, 1)
+				return r.status == "UNPAID" && !r.closedAt.Valid
+			}, "close 1 rolled back")
+			if got := closeBatch(t, c, "1", "0"); got[0].Outcome != outcome.Closed || got[1].Outcome != outcome.AlreadyClosed {
+				t.Errorf("retry = %+v, want closed, already_closed", got)
+			}
+			for i := range int64(3) {
+				if got := b.stock(t, i); got != 3 {
+					t.Errorf("order %d: stock %d, want 3", i, got)
+				}
+			}
+		})
+	}
+}

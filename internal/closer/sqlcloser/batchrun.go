@@ -3,7 +3,9 @@ package sqlcloser
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strconv"
 )
 
 // batchOutcome is what a batch found for one order.
@@ -91,17 +93,42 @@ func (c *Closer) pgBatchUpdate(ctx context.Context, keys []any) ([]bool, error) 
 // open ones by their stored keys (mysqlBatchClose) and reports which of
 // keys it closed. Two ids of one row close it once, for the first of them. It runs
 // in READ COMMITTED, which locks the rows found and no gaps.
+//
+// A statement that timed out leaves its transaction running on the server,
+// holding the locks of the whole batch until the server notices that the
+// driver closed the connection (a lock wait can last
+// innodb_lock_wait_timeout, 50s by default). The orders of the batch then
+// could not close on their own either, so the transaction's connection is
+// killed (KILL, which a user may do to its own connections).
 func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, error) {
 	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit: sql.ErrTxDone, ignored
+	var conn int64
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
+	err = tx.QueryRowContext(sctx, "SELECT CONNECTION_ID()").Scan(&conn)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("connection id: %w", c.timedOut(ctx, err))
+	}
+	closed, err := c.mysqlBatchTx(ctx, tx, keys)
+	if errors.Is(err, context.DeadlineExceeded) {
+		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.StatementTimeout)
+		_, _ = c.db.ExecContext(kctx, "KILL "+strconv.FormatInt(conn, 10))
+		kcancel()
+	}
+	return closed, err
+}
+
+// mysqlBatchTx is mysqlBatchUpdate in the transaction tx.
+func (c *Closer) mysqlBatchTx(ctx context.Context, tx *sql.Tx, keys []any) ([]bool, error) {
 	// first is the first n of each stored key: two ids of one row (under
 	// a case-insensitive collation) close it for the first of them.
 	first := map[any]int64{}
 	var stored []any
-	err = c.queryRows(ctx, tx, mysqlBatchLock(c.cfg, len(keys)), keys, func(rows *sql.Rows) error {
+	err := c.queryRows(ctx, tx, mysqlBatchLock(c.cfg, len(keys)), keys, func(rows *sql.Rows) error {
 		var n int64
 		var open sql.NullBool
 		key := c.storedKey()

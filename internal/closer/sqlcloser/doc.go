@@ -75,7 +75,10 @@
 // ends the same way. When the batch fails (a release that breaks a
 // constraint, an id that is not a valid key, a lock wait past
 // statement_timeout), nothing of it is committed and each of its closes
-// runs again on its own, so that one bad row fails only itself. A
+// runs again on its own, so that one bad row fails only itself. (A MySQL
+// batch whose statement timed out kills its connection first: the server
+// would otherwise keep the transaction, and the locks of every order in
+// it, until it noticed the closed connection.) A
 // failed status query leaves each close to look its order up. The batch
 // runs under a context of its own, bounded by statement_timeout like a
 // single close: a caller whose ctx ends stops waiting, and its close may
