@@ -40,3 +40,7 @@ func (o Outcome) Final() bool {
 	}
 	return false
 }
+
+// Ends reports whether o ends a task's attempts: a final outcome, or Failed
+// (the task went to the dead-letter topic). Retry and no outcome do not.
+func (o Outcome) Ends() bool { return o.Final() || o == Failed }

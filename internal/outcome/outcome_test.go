@@ -21,3 +21,16 @@ func TestFinal(t *testing.T) {
 		}
 	}
 }
+
+func TestEnds(t *testing.T) {
+	for _, o := range All {
+		if want := o != Retry; o.Ends() != want {
+			t.Errorf("%q.Ends() = %v, want %v", o, o.Ends(), want)
+		}
+	}
+	for _, o := range []Outcome{"", "unknown"} {
+		if o.Ends() {
+			t.Errorf("%q.Ends() = true", o)
+		}
+	}
+}

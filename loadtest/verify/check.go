@@ -100,11 +100,6 @@ func PercentilesOf(vs []int64) Percentiles {
 	return Percentiles{N: len(vs), P50: at(0.50), P90: at(0.90), P99: at(0.99), P999: at(0.999), Max: vs[len(vs)-1]}
 }
 
-// final reports whether an outcome ends a task's attempts.
-func final(o outcome.Outcome) bool {
-	return o.Final() || o == outcome.Failed
-}
-
 // task is what Check learns about one manifest entry.
 type task struct {
 	e      manifest.Entry
@@ -158,7 +153,7 @@ func (r *Report) follow(tasks map[string]*task, events []outcome.Event, idPrefix
 			r.Retries++
 			continue
 		}
-		if !final(ev.Outcome) {
+		if !ev.Outcome.Ends() {
 			continue
 		}
 		t.finals++
@@ -192,7 +187,7 @@ func (r *Report) judge(entries []manifest.Entry, tasks map[string]*task) {
 			continue
 		}
 		r.judgeFinal(e, t, sr)
-		l := t.first.ClosedMs - max(e.DueMs, e.ScheduledMs)
+		l := LatenessMs(t.first, e.DueMs, e.ScheduledMs)
 		late = append(late, l)
 		lateByShape[e.Shape] = append(lateByShape[e.Shape], l)
 	}
@@ -224,9 +219,7 @@ func (r *Report) judgeFinal(e manifest.Entry, t *task, sr *ShapeReport) {
 		sr.Early++
 		r.example("early", e.ID)
 	}
-	wrong := (e.Paid && !skippedPaid) ||
-		(!e.Paid && (ev.Outcome == outcome.Skipped || ev.Outcome == outcome.Failed))
-	if wrong {
+	if WrongOutcome(e.Paid, ev) {
 		r.WrongOutcome++
 		r.example("wrong_outcome", e.ID)
 	}

@@ -175,7 +175,7 @@ func (c *collector) record(r *kgo.Record) {
 		return
 	}
 	c.out.Events = append(c.out.Events, ev)
-	if c.o.Want[ev.TaskID] && !c.done[ev.TaskID] && final(ev.Outcome) {
+	if c.o.Want[ev.TaskID] && !c.done[ev.TaskID] && ev.Outcome.Ends() {
 		c.done[ev.TaskID] = true
 		c.pending--
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/loadtest/verify"
 )
 
 // outcomesLookBack is how far before the producer started the outcomes
@@ -143,7 +144,7 @@ func (w *watcher) record(r *kgo.Record) {
 		return
 	}
 	ev, err := outcome.Unmarshal(r.Value)
-	if err != nil || !final(ev.Outcome) {
+	if err != nil || !ev.Outcome.Ends() {
 		return
 	}
 	w.mu.Lock()
@@ -193,15 +194,14 @@ func (w *watcher) judge(id string, t *watched, ev *outcome.Event) {
 	w.total.Pending--
 	w.total.Final++
 	w.delta.Final[ev.Outcome]++
-	late := ev.ClosedMs - max(t.dueMs, t.producedMs)
+	late := verify.LatenessMs(ev, t.dueMs, t.producedMs)
 	w.delta.Lateness = append(w.delta.Lateness, time.Duration(late)*time.Millisecond)
 	w.total.MaxLatenessMs = max(w.total.MaxLatenessMs, late)
 	if ev.ClosedMs < t.dueMs {
 		w.delta.Early++
 		w.total.Early++
 	}
-	skippedPaid := ev.Outcome == outcome.Skipped && ev.Detail == "PAID"
-	if (t.paid && !skippedPaid) || (!t.paid && (ev.Outcome == outcome.Skipped || ev.Outcome == outcome.Failed)) {
+	if verify.WrongOutcome(t.paid, ev) {
 		w.delta.WrongOutcome++
 		w.total.WrongOutcome++
 	}
@@ -260,10 +260,4 @@ func (w *watcher) await(ctx context.Context, until time.Time, progress func()) O
 		s.Error = w.err.Error()
 	}
 	return s
-}
-
-// final reports whether an outcome ends a task's attempts (as the verify
-// command has it: failed too).
-func final(o outcome.Outcome) bool {
-	return o.Final() || o == outcome.Failed
 }
