@@ -9,38 +9,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/testutil/headers"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// hdrs builds record headers from key, value pairs.
-func hdrs(kv ...string) []kgo.RecordHeader {
-	if len(kv)%2 != 0 {
-		panic("hdrs: odd number of arguments")
-	}
-	var out []kgo.RecordHeader
-	for i := 0; i < len(kv); i += 2 {
-		out = append(out, kgo.RecordHeader{Key: kv[i], Value: []byte(kv[i+1])})
-	}
-	return out
-}
-
-// headersString formats headers for failure messages.
-func headersString(hs []kgo.RecordHeader) string {
-	var b strings.Builder
-	for i, h := range hs {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString(h.Key + "=" + string(h.Value))
-	}
-	return b.String()
-}
-
-func equalHeaders(a, b []kgo.RecordHeader) bool {
-	return slices.EqualFunc(a, b, func(x, y kgo.RecordHeader) bool {
-		return x.Key == y.Key && string(x.Value) == string(y.Value)
-	})
-}
+var (
+	hdrs          = headers.Of
+	headersString = headers.String
+	equalHeaders  = headers.Equal
+)
 
 func TestCheckDue(t *testing.T) {
 	t.Parallel()
