@@ -28,20 +28,12 @@ type batchOutcome struct {
 func (c *Closer) batchClose(keys []any) ([]batchOutcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*c.cfg.StatementTimeout)
 	defer cancel()
-	var (
-		closed []bool
-		err    error
-	)
-	for attempt := 1; ; attempt++ {
+	closed, err := rerunRolledBack(ctx, func() ([]bool, error) {
 		if c.cfg.Driver == DriverMySQL {
-			closed, err = c.mysqlBatchUpdate(ctx, keys)
-		} else {
-			closed, err = c.pgBatchUpdate(ctx, keys)
+			return c.mysqlBatchUpdate(ctx, keys)
 		}
-		if err == nil || attempt == rollbackAttempts || !rolledBack(err) {
-			break
-		}
-	}
+		return c.pgBatchUpdate(ctx, keys)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -186,25 +186,29 @@ func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
 // is the answer the databases document for it, and concurrent duplicates of
 // one order meet exactly that way.
 func (c *Closer) update(ctx context.Context, key any) (int64, error) {
-	for attempt := 1; ; attempt++ {
-		var (
-			n   int64
-			err error
-		)
+	return rerunRolledBack(ctx, func() (int64, error) {
 		if c.release.sql == "" && c.cfg.CloseStatement == "" && c.keyUnique {
-			n, err = c.updateAlone(ctx, key)
-		} else {
-			n, err = c.updateInTx(ctx, key)
+			return c.updateAlone(ctx, key)
 		}
-		if err == nil || attempt == rollbackAttempts || !rolledBack(err) || ctx.Err() != nil {
-			return n, err
-		}
-	}
+		return c.updateInTx(ctx, key)
+	})
 }
 
 // rollbackAttempts bounds the runs of a close that the database keeps
-// rolling back (see update).
+// rolling back (see rerunRolledBack).
 const rollbackAttempts = 3
+
+// rerunRolledBack runs f, and again at once while the database rolls its
+// transaction back to break a deadlock or a serialization conflict, up to
+// rollbackAttempts runs in all or until ctx ends.
+func rerunRolledBack[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := f()
+		if err == nil || attempt == rollbackAttempts || !rolledBack(err) || ctx.Err() != nil {
+			return v, err
+		}
+	}
+}
 
 // updateAlone runs the close statement on its own, in autocommit.
 func (c *Closer) updateAlone(ctx context.Context, key any) (int64, error) {
