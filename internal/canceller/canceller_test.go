@@ -347,7 +347,7 @@ func TestCloseFailed(t *testing.T) {
 		case "empty":
 			return closer.Result{}, nil
 		case "unknown":
-			return closer.Result{Outcome: "cancelled"}, nil
+			return closer.Result{Outcome: "vanished"}, nil
 		case "failed-no-err":
 			return closer.Result{Outcome: outcome.Failed}, nil
 		}
@@ -366,7 +366,7 @@ func TestCloseFailed(t *testing.T) {
 		"err":           "attempt 1 of 1: db down",
 		"err-permanent": "bad payload",
 		"empty":         `closer returned outcome "" without an error`,
-		"unknown":       `closer returned outcome "cancelled" without an error`,
+		"unknown":       `closer returned outcome "vanished" without an error`,
 		"failed-no-err": `closer returned outcome "failed" without an error`,
 	} {
 		e := got[id]
