@@ -44,7 +44,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 	ev := c.newEvent(j.r, task, res, now)
 	out := c.settle(j.r, task, &ev, err, now)
 	c.observe(task, &ev, started, now)
-	c.send(j, append(out, onward{c.event(j.r.Key, &ev, now), kindOutcome}))
+	c.send(j, append(out, onward{ev.Record(c.cfg.Outcomes, now, c.cfg.OutcomesKey), kindOutcome}))
 }
 
 // route decodes r into its task and finds the route of its kind. A record

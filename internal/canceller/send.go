@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -123,20 +122,6 @@ func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
 		t.Stop()
 		s.end(c, false)
 	}
-}
-
-// event returns the outcome record of ev, keyed by the task id (cut like
-// the event's), signed when a key is configured.
-func (c *Canceller) event(key []byte, ev *outcome.Event, now time.Time) *kgo.Record {
-	val, err := ev.Marshal()
-	if err != nil {
-		panic(err) // an Event of strings and integers always marshals
-	}
-	rec := &kgo.Record{Topic: c.cfg.Outcomes, Key: key[:min(len(key), outcome.MaxTaskIDBytes)], Value: val, Timestamp: now}
-	if len(c.cfg.OutcomesKey) > 0 {
-		rec.Headers = []kgo.RecordHeader{{Key: outcome.HeaderSignature, Value: outcome.Sign(c.cfg.OutcomesKey, val)}}
-	}
-	return rec
 }
 
 // retry returns the record that schedules attempt of r's task wait after

@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Version is the event schema version written in Event.V.
@@ -110,6 +113,22 @@ func Sign(key, value []byte) []byte {
 // Verify reports whether sig is the signature of value under key.
 func Verify(key, value, sig []byte) bool {
 	return hmac.Equal(Sign(key, value), sig)
+}
+
+// Record returns the record of e on topic: keyed by the task id (cut like
+// the event's), with timestamp now, and signed (HeaderSignature) when
+// signKey is set.
+func (e *Event) Record(topic string, now time.Time, signKey []byte) *kgo.Record {
+	val, err := e.Marshal()
+	if err != nil {
+		panic(err) // an Event of strings and integers always marshals
+	}
+	key := e.TaskID[:min(len(e.TaskID), MaxTaskIDBytes)]
+	rec := &kgo.Record{Topic: topic, Key: []byte(key), Value: val, Timestamp: now}
+	if len(signKey) > 0 {
+		rec.Headers = []kgo.RecordHeader{{Key: HeaderSignature, Value: Sign(signKey, val)}}
+	}
+	return rec
 }
 
 // Unmarshal decodes an event and checks its version.

@@ -30,28 +30,35 @@ type Set struct {
 	Outcomes string
 	// DeadLetter is the dead-letter topic.
 	DeadLetter string
+	// Cancellations is the compacted topic of cancellations.
+	Cancellations string
 }
 
 // Default is every topic of a pipeline with the default names for prefix:
-// the delay topics, cancel, outcomes and dlq.
+// the delay topics, cancel, outcomes, dlq and cancellations.
 func Default(prefix string, table tiers.Table) Set {
 	return Set{Prefix: prefix, Tiers: table, Targets: []string{tiers.CancelTopic(prefix)},
-		Outcomes: tiers.OutcomesTopic(prefix), DeadLetter: tiers.DeadLetterTopic(prefix)}
+		Outcomes: tiers.OutcomesTopic(prefix), DeadLetter: tiers.DeadLetterTopic(prefix),
+		Cancellations: tiers.CancellationsTopic(prefix)}
 }
 
 // Specs returns every topic of the set with the recommended settings:
 // delay topics keep records 7 days or ten times the tier, whichever is
 // longer; target and outcome topics 7 days; the dead-letter topic 30 days.
+// The cancellations topic is compacted: it keeps the latest cancellation of
+// every task id, whatever its age.
 func Specs(set Set, partitions int32, replicas int16) []Spec {
 	var specs []Spec
 	seen := map[string]bool{}
-	add := func(name string, retention time.Duration) {
+	spec := func(name string, configs map[string]string) {
 		if name == "" || seen[name] {
 			return
 		}
 		seen[name] = true
-		specs = append(specs, Spec{Name: name, Partitions: partitions, Replicas: replicas,
-			Configs: map[string]string{"retention.ms": fmt.Sprint(retention.Milliseconds()), "cleanup.policy": "delete"}})
+		specs = append(specs, Spec{Name: name, Partitions: partitions, Replicas: replicas, Configs: configs})
+	}
+	add := func(name string, retention time.Duration) {
+		spec(name, map[string]string{"retention.ms": fmt.Sprint(retention.Milliseconds()), "cleanup.policy": "delete"})
 	}
 	for _, d := range set.Tiers.Durations() {
 		add(tiers.Topic(set.Prefix, d), max(defaultRetention, 10*d))
@@ -61,6 +68,7 @@ func Specs(set Set, partitions int32, replicas int16) []Spec {
 		add(t, defaultRetention)
 	}
 	add(set.Outcomes, defaultRetention)
+	spec(set.Cancellations, map[string]string{"cleanup.policy": "compact"})
 	return specs
 }
 
