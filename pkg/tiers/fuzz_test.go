@@ -210,3 +210,37 @@ func checkMillis(t *testing.T, key string, v []byte, got time.Time) {
 		t.Fatalf("%s %q decoded to %v; FormatMillis gives %q, want %q", key, v, got, f, canonical)
 	}
 }
+
+// FuzzDecodeCancellation: any record of the cancellations topic decodes to a
+// cancellation or an *InvalidError, never a panic; a decoded one names its
+// task and, built again, decodes to the same (a tombstone has no due
+// time).
+func FuzzDecodeCancellation(f *testing.F) {
+	f.Add([]byte("order-1"), []byte{0, 13, 0, '1', '7', '6', '7', '2', '2', '5', '6', '0', '0', '0', '0', '0'}, false)
+	f.Add([]byte(""), []byte{2, 1, 0, '2'}, true)
+	f.Fuzz(func(t *testing.T, key, headers []byte, tombstone bool) {
+		r := &kgo.Record{Key: key, Value: []byte{}, Timestamp: time.UnixMilli(1_767_225_600_000), Headers: decodeFuzzHeaders(headers)}
+		if tombstone {
+			r.Value = nil
+		}
+		c, err := DecodeCancellation(r)
+		if err != nil {
+			var ie *InvalidError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not an *InvalidError", err)
+			}
+			return
+		}
+		if c.ID != string(key) || c.Withdrawn != tombstone {
+			t.Fatalf("decoded %+v from key %q", c, key)
+		}
+		again, err := BuildCancellation("p.", c)
+		if err != nil {
+			t.Fatalf("build %+v: %v", c, err)
+		}
+		c2, err := DecodeCancellation(again)
+		if err != nil || c2.ID != c.ID || c2.Withdrawn != c.Withdrawn || (!c.Withdrawn && c2.Due.UnixMilli() != c.Due.UnixMilli()) {
+			t.Fatalf("round trip of %+v: %+v, %v", c, c2, err)
+		}
+	})
+}

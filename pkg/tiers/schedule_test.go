@@ -233,7 +233,7 @@ func setupScheduler(t *testing.T) (*Scheduler, *schedulerBundle) {
 	const prefix = "test."
 	table := DefaultTable()
 	topics := table.Topics(prefix)
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topics...))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, append(topics, CancellationsTopic(prefix))...))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
 	}
