@@ -1,0 +1,378 @@
+package cancels
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// DefaultCacheBytes is Pebble's block cache when Options.CacheBytes is 0.
+const DefaultCacheBytes int64 = 8 << 20
+
+// The Pebble settings that keep the memory of a store flat; pebbleOptions
+// says why each has its value.
+const (
+	memTableBytes   = 1 << 20
+	maxOpenFiles    = 128
+	bloomBitsPerKey = 10
+)
+
+// sweepChunk is how many expiry index entries one batch of Sweep deletes, so
+// that a long sweep holds the write lock only briefly at a time.
+const sweepChunk = 1000
+
+// Key layout. Every key starts with one byte naming its kind:
+//
+//	'c' id                  -> value (see appendValue): the cancellation of task id
+//	'e' expiry(8, BE) id    -> empty: the expiry index, in expiry order
+//	'm' name                -> metadata: "format" and "len" (varints)
+//	'o' partition(4, BE)    -> varint: the next offset of a partition
+//
+// The expiry in the index is unix milliseconds with the sign bit flipped, so
+// that the big-endian bytes sort as the signed numbers do.
+const (
+	prefixCancel = 'c'
+	prefixExpiry = 'e'
+	prefixOffset = 'o'
+)
+
+// formatVersion is the key and value layout above. A store of another
+// format is refused at Open.
+const formatVersion = 1
+
+var (
+	keyFormat = []byte("mformat")
+	keyLen    = []byte("mlen")
+)
+
+var (
+	errClosed  = errors.New("cancels: store is closed")
+	errCorrupt = errors.New("corrupt value")
+)
+
+// Store holds cancellations on disk, one per task id (the latest, as in the
+// compacted topic), each with the time after which it can no longer matter
+// (its expiry), and the next offset of each partition of the topic read so
+// far. It is safe for concurrent use: one writer (the Reader, through
+// Batch.Commit, and whoever calls Sweep and Reset) and any number of readers
+// (Lookup, Offsets, Len). Its methods return an error after Close.
+type Store struct {
+	dir  string
+	temp bool // dir was created by Open and is removed by Close
+
+	// mu guards db against Close: every method holds it for reading, Close
+	// for writing.
+	mu sync.RWMutex
+	db *pebble.DB
+
+	// wmu serialises the writes (Commit, Sweep, Reset): each reads what the
+	// store holds before it decides what to write.
+	wmu  sync.Mutex
+	seen map[string]entry // under wmu: Commit's view of the ids of its batch
+
+	n    atomic.Int64 // cancellations held
+	keys sync.Pool    // *[]byte: key buffers of Lookup
+}
+
+// entry is what Commit knows of a task id: whether it has a cancellation,
+// and its expiry (unix ms).
+type entry struct {
+	expires int64
+	exists  bool
+}
+
+// Options configures Open. The zero value is a store in a temporary
+// directory with the default cache.
+type Options struct {
+	// Dir is the Pebble directory. Empty: a temporary directory that Close
+	// removes (the store is rebuilt from the topic at every start).
+	Dir string
+	// CacheBytes is Pebble's block cache, which also accounts for the
+	// memtables. Default (0): DefaultCacheBytes. Negative is an error.
+	CacheBytes int64
+}
+
+// Open opens the store in o.Dir, creating it if needed, or in a new
+// temporary directory.
+func Open(o Options) (*Store, error) {
+	if o.CacheBytes < 0 {
+		return nil, fmt.Errorf("cancels: Options.CacheBytes is %d; want 0 (default %d) or more", o.CacheBytes, DefaultCacheBytes)
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	s := &Store{dir: o.Dir, seen: map[string]entry{}}
+	s.keys.New = func() any { return new([]byte) }
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "hourglass-cancels-")
+		if err != nil {
+			return nil, fmt.Errorf("cancels: create a temporary directory: %w", err)
+		}
+		s.dir, s.temp = dir, true
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(s.dir, pebbleOptions(cache, s.dir))
+	if err != nil {
+		s.removeTemp()
+		return nil, fmt.Errorf("cancels: open pebble in %s: %w", s.dir, err)
+	}
+	s.db = db
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		s.removeTemp()
+		return nil, err
+	}
+	return s, nil
+}
+
+// pebbleOptions tunes Pebble for a flat footprint: the store may hold
+// millions of cancellations, and its memory must not grow with them.
+func pebbleOptions(cache *pebble.Cache, dir string) *pebble.Options {
+	o := &pebble.Options{
+		Logger: pebbleLogger{dir: dir},
+		// The block cache bounds the memory of blocks read, and Pebble
+		// reserves the memtables out of it too.
+		Cache: cache,
+		// A small memtable (Pebble's default is 4 MiB, and two may be queued
+		// during a flush): writes come in batches from the topic, and
+		// flushing more often costs little.
+		MemTableSize: memTableBytes,
+		// Bounds the file cache of open sstables (default 1000) and their
+		// readers' memory. Tables reach 2 MiB in L0 and double per level, so
+		// 128 covers hundreds of millions of cancellations.
+		MaxOpenFiles: maxOpenFiles,
+		// No write-ahead log: the topic is the source of truth, and each
+		// batch carries the offsets of the records it holds. A crash loses
+		// the batches not yet flushed to sstables, whole and in order, so
+		// the offsets that survive say where to read again. Close flushes.
+		DisableWAL:         true,
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	// Bloom filters on every level: most lookups are of tasks that were
+	// never cancelled, and a filter answers them without reading a block.
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	return o
+}
+
+// pebbleLogger passes Pebble's errors to slog.Default() and drops its
+// informational lines (a few for every open, flush and compaction).
+type pebbleLogger struct{ dir string }
+
+func (pebbleLogger) Infof(string, ...any) {}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	slog.Error("cancels: pebble: "+fmt.Sprintf(format, args...), "dir", l.dir)
+}
+
+// Fatalf reports a broken invariant of Pebble, which must not go on.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("cancels: pebble in %s: "+format, append([]any{l.dir}, args...)...))
+}
+
+// load checks the format of the store, writing it into a new one, and reads
+// how many cancellations it holds.
+func (s *Store) load() error {
+	format, ok, err := s.getVarint(keyFormat)
+	if err != nil {
+		return fmt.Errorf("cancels: read the format of %s: %w", s.dir, err)
+	}
+	if !ok {
+		if err := s.db.Set(keyFormat, binary.AppendVarint(nil, formatVersion), pebble.NoSync); err != nil {
+			return fmt.Errorf("cancels: write the format of %s: %w", s.dir, err)
+		}
+	} else if format != formatVersion {
+		return fmt.Errorf("cancels: %s holds a store of format %d, not %d: remove it, and the store is rebuilt from the topic", s.dir, format, formatVersion)
+	}
+	n, _, err := s.getVarint(keyLen)
+	if err != nil {
+		return fmt.Errorf("cancels: read the length of %s: %w", s.dir, err)
+	}
+	s.n.Store(n)
+	return nil
+}
+
+// getVarint reads a varint value.
+func (s *Store) getVarint(key []byte) (int64, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer closer.Close()
+	x, n := binary.Varint(v)
+	if n <= 0 || n != len(v) {
+		return 0, false, errCorrupt
+	}
+	return x, true, nil
+}
+
+// removeTemp removes a temporary directory.
+func (s *Store) removeTemp() error {
+	if !s.temp {
+		return nil
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		return fmt.Errorf("cancels: remove %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Close flushes a persistent store (there is no write-ahead log) and closes
+// it, or closes and removes a temporary one. Further calls return nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	var err error
+	if !s.temp {
+		if ferr := s.db.Flush(); ferr != nil {
+			err = fmt.Errorf("cancels: flush %s: %w", s.dir, ferr)
+		}
+	}
+	if cerr := s.db.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("cancels: close %s: %w", s.dir, cerr))
+	}
+	s.db = nil
+	return errors.Join(err, s.removeTemp())
+}
+
+// Lookup returns the cancellation of task id, if the store holds one. A
+// committed batch is seen at once. The returned ID is id itself.
+func (s *Store) Lookup(id string) (tiers.Cancellation, bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return tiers.Cancellation{}, false, errClosed
+	}
+	kp := s.keys.Get().(*[]byte)
+	*kp = cancelKey((*kp)[:0], id)
+	v, closer, err := s.db.Get(*kp)
+	s.keys.Put(kp)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return tiers.Cancellation{}, false, nil
+	}
+	if err != nil {
+		return tiers.Cancellation{}, false, fmt.Errorf("cancels: look up %q: %w", id, err)
+	}
+	c, _, err := decodeValue(v)
+	closer.Close()
+	if err != nil {
+		return tiers.Cancellation{}, false, fmt.Errorf("cancels: look up %q: %w", id, err)
+	}
+	c.ID = id
+	return c, true, nil
+}
+
+// Len returns how many cancellations the store holds. It is exact once the
+// batches, sweeps and resets that ran before it have returned.
+func (s *Store) Len() int64 { return s.n.Load() }
+
+// Offsets returns the next offset of each partition set by SetOffset: where
+// to go on reading the topic. It is empty for a new store.
+func (s *Store) Offsets() (map[int32]int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return nil, errClosed
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixOffset}, UpperBound: []byte{prefixOffset + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("cancels: read offsets: %w", err)
+	}
+	offsets := map[int32]int64{}
+	for valid := it.First(); valid; valid = it.Next() {
+		k, v := it.Key(), it.Value()
+		next, n := binary.Varint(v)
+		if len(k) != 5 || n <= 0 || n != len(v) {
+			_ = it.Close()
+			return nil, fmt.Errorf("cancels: read offsets: key %x: %w", k, errCorrupt)
+		}
+		offsets[int32(binary.BigEndian.Uint32(k[1:]))] = next
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("cancels: read offsets: %w", err)
+	}
+	return offsets, nil
+}
+
+// cancelKey appends the key of the cancellation of task id to dst.
+func cancelKey(dst []byte, id string) []byte {
+	return append(append(dst, prefixCancel), id...)
+}
+
+// expiryKey appends the expiry index key of task id expiring at ms to dst.
+func expiryKey(dst []byte, ms int64, id string) []byte {
+	dst = append(dst, prefixExpiry)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ms)^(1<<63))
+	return append(dst, id...)
+}
+
+// offsetKey is the key of the next offset of a partition.
+func offsetKey(partition int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{prefixOffset}, uint32(partition))
+}
+
+// flagDue marks a value that holds a due time.
+const flagDue = 1
+
+// appendValue appends the value of a cancellation to dst: a flags byte,
+// then varints: At (unix ms), Due-At when Due is set, expires-At. Most values
+// take 10 to 13 bytes.
+func appendValue(dst []byte, c tiers.Cancellation, expires time.Time) []byte {
+	at, flags := c.At.UnixMilli(), byte(0)
+	if !c.Due.IsZero() {
+		flags = flagDue
+	}
+	dst = binary.AppendVarint(append(dst, flags), at)
+	if flags&flagDue != 0 {
+		dst = binary.AppendVarint(dst, c.Due.UnixMilli()-at)
+	}
+	return binary.AppendVarint(dst, expires.UnixMilli()-at)
+}
+
+// decodeValue reads a value written by appendValue: the cancellation
+// (without its ID) and its expiry (unix ms).
+func decodeValue(v []byte) (c tiers.Cancellation, expires int64, err error) {
+	if len(v) == 0 || v[0]&^flagDue != 0 {
+		return c, 0, errCorrupt
+	}
+	flags, v := v[0], v[1:]
+	at, ok := readVarint(&v)
+	c.At = time.UnixMilli(at)
+	if flags&flagDue != 0 {
+		due, okDue := readVarint(&v)
+		c.Due, ok = time.UnixMilli(at+due), ok && okDue
+	}
+	exp, okExp := readVarint(&v)
+	if !ok || !okExp || len(v) != 0 {
+		return tiers.Cancellation{}, 0, errCorrupt
+	}
+	return c, at + exp, nil
+}
+
+// readVarint reads a varint from the front of *v and advances it.
+func readVarint(v *[]byte) (int64, bool) {
+	x, n := binary.Varint(*v)
+	if n <= 0 {
+		return 0, false
+	}
+	*v = (*v)[n:]
+	return x, true
+}
