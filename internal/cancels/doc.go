@@ -28,6 +28,20 @@
 // "go test -run '^$' -bench BenchmarkStoreMemory ./internal/cancels" prints
 // the resident memory of a store of 10,000 and of 1,000,000 cancellations.
 //
+// # Reader
+//
+// A Reader consumes the whole topic into a Store (every router reads every
+// partition, so a rebalance moves no cancellation), reading committed
+// records only and keeping transaction markers, so that its positions pass
+// them. It starts from the offsets the store records, or from the start of
+// the topic. Covered answers the router's question before it forwards a due
+// deadline: "is every cancellation acknowledged before this instant in the
+// store?". Want asks for a round: note the time, list the topic's last
+// stable offsets, wait until the positions reach them; Covered then moves to
+// the noted time. Rounds run on demand, back to back while the router waits.
+// A cancellation is kept until Grace after the deadline it names, or, naming
+// none, Grace after MaxDelay from when it was made.
+//
 // On disk, a cancellation is a key 'c'+id whose value is a flags byte and
 // varints (At in unix milliseconds, Due-At when Due is set, expiry-At),
 // and an expiry index key 'e'+expiry+id, so that Sweep reads the expired

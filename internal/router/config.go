@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/cancels"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/record"
@@ -52,6 +53,24 @@ type Config struct {
 	// Outcomes is the canceller's outcome topic, which a record may never
 	// name as its target; default Prefix + "outcomes".
 	Outcomes string
+	// Cancellations is the compacted topic of cancellations
+	// (tiers.Cancellation), which a record may never name as its target;
+	// default Prefix + "cancellations".
+	Cancellations string
+	// CancellationsDir is the directory of the router's on-disk store of
+	// cancellations. On a volume that survives a restart, a restarted
+	// router reads only the cancellations that are new. Default "": a
+	// temporary directory, removed at the stop; the store is rebuilt from
+	// the topic at every start.
+	CancellationsDir string
+	// CancellationGrace is how long a cancellation is kept after the
+	// deadline it names was due, for a deadline forwarded late; default
+	// cancels.DefaultGrace (1h).
+	CancellationGrace time.Duration
+	// OutcomesKey, when set, signs the outcome events the router produces
+	// for cancelled deadlines, as the canceller signs its own (the
+	// canceller's --outcomes-key-file); default none.
+	OutcomesKey []byte
 	// AllowedTargets are the topics a record may name in hourglass-target,
 	// as patterns of path.Match ("orders.*", "*.cancel"); a record naming
 	// another goes to the dead-letter topic (target_invalid). The delay
@@ -127,6 +146,10 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.StringVar(&c.Target, "target", env("target"), "", "`topic` for due records without hourglass-target (default <prefix>cancel)")
 	fs.StringVar(&c.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
 	fs.StringVar(&c.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "the canceller's outcome `topic`, never a target (default <prefix>outcomes)")
+	fs.StringVar(&c.Cancellations, "cancellations-topic", env("cancellations-topic"), "", "compacted `topic` of cancellations, never a target (default <prefix>cancellations)")
+	fs.StringVar(&c.CancellationsDir, "cancellations-dir", env("cancellations-dir"), "",
+		"`directory` of the on-disk store of cancellations; keep it on a volume to skip rereading the topic after a restart (default: a temporary directory)")
+	fs.DurationVar(&c.CancellationGrace, "cancellation-grace", env("cancellation-grace"), cancels.DefaultGrace, "how long a cancellation is kept after its deadline was due")
 	fs.StringsVar(&c.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
 		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
 	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
@@ -166,7 +189,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 }
 
 // WithTopicDefaults returns c with the topic names it leaves empty derived
-// from Prefix: Target, DeadLetter and Outcomes, and AllowedTargets (Target
+// from Prefix: Target, DeadLetter, Outcomes and Cancellations, and AllowedTargets (Target
 // alone). Every other field is left as it is.
 func (c Config) WithTopicDefaults() Config {
 	if c.Target == "" {
@@ -177,6 +200,9 @@ func (c Config) WithTopicDefaults() Config {
 	}
 	if c.Outcomes == "" {
 		c.Outcomes = tiers.OutcomesTopic(c.Prefix)
+	}
+	if c.Cancellations == "" {
+		c.Cancellations = tiers.CancellationsTopic(c.Prefix)
 	}
 	if len(c.AllowedTargets) == 0 {
 		c.AllowedTargets = []string{c.Target}
@@ -202,6 +228,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.CancellationGrace == 0 {
+		c.CancellationGrace = cancels.DefaultGrace
 	}
 	if c.TimerCapacity == 0 {
 		c.TimerCapacity = DefaultTimerCapacity
@@ -244,7 +273,7 @@ func (c Config) Validate() []error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"max-delay", c.MaxDelay}, {"commit-interval", c.CommitInterval}, {"revoke-timeout", c.RevokeTimeout}, {"shutdown-timeout", c.ShutdownTimeout}} {
+	}{{"max-delay", c.MaxDelay}, {"cancellation-grace", c.CancellationGrace}, {"commit-interval", c.CommitInterval}, {"revoke-timeout", c.RevokeTimeout}, {"shutdown-timeout", c.ShutdownTimeout}} {
 		if d.v <= 0 {
 			p.Add(d.flag, "%v: must be positive", d.v)
 		}
@@ -261,7 +290,7 @@ func (c Config) checkTopics(p *cli.Problems) {
 		p.Add("topic-prefix", "must not be empty")
 	}
 	for _, t := range []struct{ flag, topic string }{
-		{"target", c.Target}, {"dlq-topic", c.DeadLetter}, {"outcomes-topic", c.Outcomes},
+		{"target", c.Target}, {"dlq-topic", c.DeadLetter}, {"outcomes-topic", c.Outcomes}, {"cancellations-topic", c.Cancellations},
 	} {
 		if err := tiers.ValidTopic(t.topic); err != nil {
 			p.Add(t.flag, "%v", err)
@@ -328,6 +357,8 @@ func (c Config) forbidden(topic string) string {
 		return "the dead-letter topic"
 	case topic == c.Outcomes:
 		return "the outcomes topic"
+	case topic == c.Cancellations:
+		return "the cancellations topic"
 	}
 	return ""
 }

@@ -267,8 +267,13 @@ func (r *Router) fire(now time.Time) {
 	}
 }
 
-// forward produces e to its target topic.
+// forward produces e to its target topic, unless it is cancelled: once
+// the cancellations reader has covered its due time (see cleared), a
+// cancellation of its task drops it.
 func (r *Router) forward(e *entry, now time.Time) {
+	if !r.cleared(e) || r.cancelled(e, now) {
+		return
+	}
 	if late := now.Sub(e.meta.Due); late < 0 {
 		// Never reached: every path to here checks the due time. Counted
 		// so that an alert would show a regression.
@@ -288,9 +293,9 @@ func (r *Router) forward(e *entry, now time.Time) {
 // hop moves e to the delay topic of tier.
 func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
 	out := onward(e, r.topicOf[tier], now)
-	out.Headers = record.Onward(e.rec.Headers,
+	out.Headers = record.Onward(e.rec.Headers, append(scheduledHeader(e),
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(record.AppendPath(e.meta.Path, e.part.tier))},
-		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)},
+		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)})...,
 	)
 	r.produce(&flight{e: e, out: out, kind: kindHop, to: tier})
 }

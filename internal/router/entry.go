@@ -24,6 +24,9 @@ const (
 	stateRetry
 	// being produced onward: waiting for room at its target or in flight.
 	stateProducing
+	// due, waiting for the cancellations reader to cover its due time
+	// (Router.gated).
+	stateGated
 )
 
 // entry is one delay record the router holds from its fetch until its

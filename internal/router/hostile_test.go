@@ -103,7 +103,8 @@ func TestClockSkew(t *testing.T) {
 }
 
 // TestTargets: a record may only name a target that matches
-// AllowedTargets and is not a delay, dead-letter or outcomes topic; any
+// AllowedTargets and is not a delay, dead-letter, outcomes or cancellations
+// topic; any
 // other goes to the dead-letter topic as target_invalid, never to the topic
 // it names.
 func TestTargets(t *testing.T) {
@@ -114,21 +115,22 @@ func TestTargets(t *testing.T) {
 	allowed := cfg.Prefix + "orders.close"
 	// "*" would allow every topic but the forbidden ones: delay, dead-letter
 	// and outcomes topics are never targets, whatever the patterns say.
-	cfg.AllowedTargets = []string{cfg.Target, cfg.Prefix + "orders.*", "*.delay.*", cfg.DeadLetter, cfg.Outcomes}
+	cfg.AllowedTargets = []string{cfg.Target, cfg.Prefix + "orders.*", "*.delay.*", cfg.DeadLetter, cfg.Outcomes, cfg.Cancellations}
 	b = restart(t, b, cfg)
 	b.produceRec(t, &kgo.Record{Topic: allowed, Key: []byte("-")}) // creates it
 	t0 := b.clock.Now()
 	topic := tiers.Topic(cfg.Prefix, 30*time.Second)
 	past := t0.Add(-time.Second)
 	bad := map[string]string{
-		"delay":        topic,
-		"other-delay":  cfg.Prefix + "delay.7m",
-		"dlq":          cfg.DeadLetter,
-		"outcomes":     cfg.Outcomes,
-		"foreign":      "payments.commands",
-		"empty":        "",
-		"not-a-topic":  "a/b",
-		"near-allowed": cfg.Prefix + "orders",
+		"delay":         topic,
+		"other-delay":   cfg.Prefix + "delay.7m",
+		"dlq":           cfg.DeadLetter,
+		"outcomes":      cfg.Outcomes,
+		"cancellations": cfg.Cancellations,
+		"foreign":       "payments.commands",
+		"empty":         "",
+		"not-a-topic":   "a/b",
+		"near-allowed":  cfg.Prefix + "orders",
 	}
 	for key, target := range bad {
 		b.produceRec(t, delayRecord(topic, key, t0, past, header(tiers.HeaderTarget, target)))
@@ -143,9 +145,11 @@ func TestTargets(t *testing.T) {
 	}
 	b.read(t, allowed, "allowed", 1)
 	b.read(t, cfg.Target, "default", 1)
-	for _, topic := range []string{"payments.commands", cfg.Outcomes} {
-		if n := count(t, b, topic); n != 0 {
-			t.Errorf("%d records reached %s", n, topic)
+	// The outcomes and cancellations topics hold only the record setup
+	// created them with.
+	for topic, want := range map[string]int64{"payments.commands": 0, cfg.Outcomes: 1, cfg.Cancellations: 1} {
+		if n := count(t, b, topic); n != want {
+			t.Errorf("%d records reached %s", n-want, topic)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hourglass/hourglass/internal/cancels"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -19,6 +20,9 @@ type metrics struct {
 	lateness    prometheus.Histogram
 	overrun     *prometheus.HistogramVec
 	held        *prometheus.GaugeVec
+	cancelled   prometheus.Counter
+
+	invalidCancellations prometheus.Counter
 
 	hops map[[2]time.Duration]prometheus.Counter // hopped by (from, to); the loop's
 }
@@ -51,9 +55,13 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 			Help: "How long after its tier wait ended the router acted on a record, by tier: the router's delay.", Buckets: telemetry.LatencyBuckets}, []string{"tier"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_records",
 			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
+		cancelled: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "cancelled_total",
+			Help: "Due records dropped because a cancellation of their task covers them; an outcome event \"cancelled\" reports each."}),
+		invalidCancellations: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "invalid_cancellations_total",
+			Help: "Records of the cancellations topic that break the contract, not applied (the log names each one's offset and reason)."}),
 		hops: make(map[[2]time.Duration]prometheus.Counter),
 	}
-	reg.MustRegister(m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held,
+	reg.MustRegister(m.cancelled, m.invalidCancellations, m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
 			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}, load(&st.deadLetterRetries)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_bytes",
@@ -86,6 +94,13 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	return m
+}
+
+// registerStore registers the gauge of the cancellations in store.
+func (m *metrics) registerStore(reg prometheus.Registerer, store *cancels.Store) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "hourglass", Subsystem: "router", Name: "cancellations",
+		Help: "Cancellations held in the on-disk store, until their deadline (and --cancellation-grace) has passed."},
+		func() float64 { return float64(store.Len()) }))
 }
 
 func load(v *atomic.Int64) func() float64 { return func() float64 { return float64(v.Load()) } }

@@ -24,6 +24,7 @@ const (
 	kindForward produceKind = iota
 	kindHop
 	kindDeadLetter
+	kindCancelled // the outcome event of a cancelled deadline
 )
 
 // flight is one produce of an entry's record onward.
@@ -182,12 +183,7 @@ func (r *Router) complete() {
 			r.release(e)
 			continue
 		}
-		if c.err != nil {
-			if f.kind == kindDeadLetter {
-				r.deadLetterFailed(e, c.err)
-			} else {
-				r.deadLetter(e, fmt.Errorf("%s: %s to %s: %w", reasonProduceFailed, f.kind, f.out.Topic, c.err))
-			}
+		if c.err != nil && !r.produceFailed(f, c.err) {
 			continue
 		}
 		switch f.kind {
@@ -197,6 +193,9 @@ func (r *Router) complete() {
 		case kindHop:
 			r.stats.hopped.Add(1)
 			r.metrics.hop(p.tier, f.to).Inc()
+		case kindCancelled:
+			r.stats.cancelled.Add(1)
+			r.metrics.cancelled.Inc()
 		}
 		finished = append(finished, e.mark)
 		r.release(e)
@@ -205,6 +204,25 @@ func (r *Router) complete() {
 	if len(finished) > 0 {
 		r.member.Done(finished...)
 	}
+}
+
+// produceFailed handles a produce of f that failed for good: a dead letter
+// is tried again, any other record is dead-lettered. It reports whether f's
+// entry is done all the same: when the outcome event of a cancelled deadline
+// is lost, the deadline stays cancelled.
+func (r *Router) produceFailed(f *flight, err error) bool {
+	e := f.e
+	switch f.kind {
+	case kindCancelled:
+		r.log.Error("producing the outcome of a cancelled deadline failed", "topic", e.rec.Topic, "partition", e.rec.Partition,
+			"offset", e.rec.Offset, "to", f.out.Topic, "err", err)
+		return true
+	case kindDeadLetter:
+		r.deadLetterFailed(e, err)
+	default:
+		r.deadLetter(e, fmt.Errorf("%s: %s to %s: %w", reasonProduceFailed, f.kind, f.out.Topic, err))
+	}
+	return false
 }
 
 // release stops counting e's bytes: it has left the router.
@@ -261,6 +279,8 @@ func (k produceKind) String() string {
 		return "forward"
 	case kindHop:
 		return "hop"
+	case kindCancelled:
+		return "cancelled outcome"
 	}
 	return "dead letter"
 }

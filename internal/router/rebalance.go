@@ -48,6 +48,9 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 	if len(resume) > 0 {
 		r.cl.ResumeFetchPartitions(resume)
 	}
+	if lost {
+		r.ungate() // lets go of the gated entries of the lost partitions
+	}
 }
 
 // handOff moves what p holds back into Kafka: each held record is produced

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/cancels"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -26,6 +27,10 @@ type Router struct {
 	cl     *kgo.Client
 	member *consumer.Member
 
+	store      *cancels.Store
+	cancels    *cancels.Reader
+	readerDone chan error // the reader's Run returned (capacity 1)
+
 	tierOf  map[string]time.Duration // delay topic -> tier
 	topicOf map[time.Duration]string // tier -> delay topic
 
@@ -38,6 +43,7 @@ type Router struct {
 	sent       int                // produces in the client, not yet completed
 	timerBytes int
 	checked    map[string]string // target topic -> why it is refused ("" allowed)
+	gated      []*entry          // due, waiting for the cancellations reader (see cleared)
 	fatal      error             // stops the router: another member took its instance id
 
 	// Channels into the loop.
@@ -106,6 +112,12 @@ func New(cfg Config, o Options) (*Router, error) {
 		loopDone: make(chan struct{}),
 	}
 	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats)
+	store, rd, err := openCancellations(cfg, o, r.metrics.invalidCancellations)
+	if err != nil {
+		return nil, err
+	}
+	r.store, r.cancels, r.readerDone = store, rd, make(chan error, 1)
+	r.metrics.registerStore(o.Registerer, store)
 	for _, d := range cfg.Tiers.Durations() {
 		r.tierOf[tiers.Topic(cfg.Prefix, d)] = d
 		r.topicOf[d] = tiers.Topic(cfg.Prefix, d)
@@ -121,6 +133,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		Clock: r.clock, Logger: r.log,
 	})
 	if err != nil {
+		store.Close()
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	r.member, r.cl = member, member.Client()
@@ -143,6 +156,10 @@ func (r *Router) Client() *kgo.Client { return r.cl }
 func (r *Router) Run(ctx context.Context) error {
 	pollCtx, stopPolling := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPolling()
+	// The cancellations reader runs until the group member has closed: a
+	// stop forwards what it holds, which the reader must clear.
+	readCtx, stopReading := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { r.readerDone <- r.cancels.Run(readCtx) }()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.poll(pollCtx) })
 	r.member.Start()
@@ -158,6 +175,13 @@ func (r *Router) Run(ctx context.Context) error {
 	// leaves the group) and leaves explicitly as a static member.
 	wg.Wait()
 	r.member.Close(ctx)
+	stopReading()
+	if rerr := <-r.readerDone; rerr != nil && err == nil {
+		err = fmt.Errorf("router: cancellations: %w", rerr)
+	}
+	if cerr := r.store.Close(); cerr != nil {
+		r.log.Error("closing the store of cancellations failed", "err", cerr)
+	}
 	return err
 }
 
@@ -207,6 +231,13 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 		case req := <-r.revokes:
 			r.releaseParts(req.parts, req.lost)
 			pending = append(pending, req)
+		case <-r.cancels.Advanced():
+			r.ungate()
+		case err := <-r.readerDone:
+			r.readerDone <- err // Run reads it again
+			if r.fatal == nil {
+				r.fatal = fmt.Errorf("router: cancellations stopped: %w", err)
+			}
 		}
 		r.sendWaiting()
 		pending = r.answerRevokes(pending, false)
@@ -251,6 +282,8 @@ wait:
 			r.sendWaiting()
 		case p := <-r.fetches: // a poll that raced with the stop: not taken
 			close(p.ack)
+		case <-r.cancels.Advanced():
+			r.ungate()
 		case req := <-r.revokes:
 			// A rebalance during the stop: what the partitions held is
 			// being handed off already; answer once it is.

@@ -53,7 +53,7 @@ func setupOpts(t *testing.T, cfg Config, extra ...kgo.Opt) *bundle {
 	}
 	t.Cleanup(cl.Close)
 	// Create the topics before the router subscribes.
-	for _, topic := range append(cfg.Tiers.Topics(prefix), cfg.Target, cfg.DeadLetter) {
+	for _, topic := range append(cfg.Tiers.Topics(prefix), cfg.Target, cfg.DeadLetter, cfg.Cancellations, cfg.Outcomes) {
 		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("0")}}}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}

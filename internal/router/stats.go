@@ -6,6 +6,7 @@ import "sync/atomic"
 // series read them. The loop goroutine writes them.
 type stats struct {
 	forwarded, hopped, deadLettered atomic.Int64
+	cancelled                       atomic.Int64
 	handedOff                       atomic.Int64
 	paused                          atomic.Int64 // partitions paused now
 	timer                           atomic.Int64 // records in the in-memory timer now
@@ -20,6 +21,7 @@ type Stats struct {
 	Forwarded    int64 // records produced to their target
 	Hopped       int64 // records moved to a shorter (or the same) tier
 	DeadLettered int64 // records sent to the dead-letter topic
+	Cancelled    int64 // records dropped because their task was cancelled
 	Paused       int64 // partitions paused now
 	HandedOff    int64 // held records put back into Kafka at a revoke or stop
 	HeldBytes    int64 // bytes of the records held now
@@ -36,6 +38,7 @@ func (r *Router) Stats() Stats {
 		Forwarded:         r.stats.forwarded.Load(),
 		Hopped:            r.stats.hopped.Load(),
 		DeadLettered:      r.stats.deadLettered.Load(),
+		Cancelled:         r.stats.cancelled.Load(),
 		Paused:            r.stats.paused.Load(),
 		HandedOff:         r.stats.handedOff.Load(),
 		HeldBytes:         r.stats.heldBytes.Load(),

@@ -33,6 +33,9 @@ Usage: router [flags]
 type Config struct {
 	service.Common
 	Router router.Config
+	// OutcomesKeyFile holds the key that signs the outcome events of
+	// cancelled deadlines (--outcomes-key-file); empty: unsigned.
+	OutcomesKeyFile string
 }
 
 func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
@@ -42,9 +45,16 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	c.Register(fs, "hourglass-router", "127.0.0.1:8080")
 	r := &c.Router
 	parsed := r.RegisterFlags(fs)
+	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
+		"`file` holding the key that signs the outcome events of cancelled deadlines (the canceller's); default: unsigned")
 	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
 		errs := service.Checks(parsed())
 		r.SessionTimeout = c.SessionTimeout
+		key, err := service.ReadKey(c.OutcomesKeyFile)
+		if err != nil {
+			errs.Add("outcomes-key-file", "%v", err)
+		}
+		r.OutcomesKey = key
 		if r.Tiers.Len() > 0 {
 			// Only the topic names derive from the prefix; every other
 			// flag has its default already, so a zero is the user's and
@@ -69,7 +79,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r := c.Router
-	specs := topics.Specs(topics.Set{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter}, int32(c.Partitions), int16(c.Replication))
+	specs := topics.Specs(topics.Set{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter,
+		Outcomes: r.Outcomes, Cancellations: r.Cancellations}, int32(c.Partitions), int16(c.Replication))
 	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}

@@ -1,0 +1,189 @@
+package cancels
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// consume reads the topic into the store until ctx is canceled. A store
+// that cannot be written stops it with an error: the router must not
+// forward what it cannot check.
+func (r *Reader) consume(ctx context.Context) error {
+	last := time.Now()
+	for {
+		fs := r.cl.PollFetches(ctx)
+		if fs.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			r.cfg.Logger.Warn("fetching cancellations failed; trying again", "topic", topic, "partition", p, "err", err)
+		})
+		if err := r.apply(fs); err != nil {
+			return err
+		}
+		if time.Since(last) >= progressEvery && r.covered.Load() == 0 {
+			last = time.Now()
+			r.cfg.Logger.Info("still reading cancellations", "topic", r.cfg.Topic, "held", r.store.Len())
+		}
+	}
+}
+
+// apply writes the records of fs to the store in one batch, with the next
+// offset of each partition, then moves the positions the rounds wait for.
+// The latest record of a task id replaces its earlier cancellation; one
+// whose keeping time has passed (see expiry) removes it.
+func (r *Reader) apply(fs kgo.Fetches) error {
+	b := r.store.NewBatch()
+	now := r.cfg.Clock.Now()
+	next := make(map[int32]int64)
+	fs.EachRecord(func(rec *kgo.Record) {
+		next[rec.Partition] = rec.Offset + 1
+		if rec.Attrs.IsControl() {
+			return
+		}
+		c, err := tiers.DecodeCancellation(rec)
+		switch {
+		case err != nil:
+			r.cfg.Logger.Warn("invalid cancellation; not applied", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+			if r.cfg.Invalid != nil {
+				r.cfg.Invalid(rec, err)
+			}
+		case c.Withdrawn:
+			b.Withdraw(c.ID)
+		default:
+			if exp := r.expiry(c); exp.After(now) {
+				b.Put(c, exp)
+			} else {
+				b.Withdraw(c.ID)
+			}
+		}
+	})
+	if len(next) == 0 {
+		return nil
+	}
+	for p, o := range next {
+		b.SetOffset(p, o)
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("cancels: write the store: %w", err)
+	}
+	r.mu.Lock()
+	for p, o := range next {
+		r.pos[p] = max(r.pos[p], o)
+	}
+	r.mu.Unlock()
+	signal(r.progress)
+	return nil
+}
+
+// expiry is when c can no longer call off a deadline that is still to be
+// forwarded: Grace after the deadline it names, or, without one, Grace
+// after the furthest deadline it can cover (MaxDelay after it was made).
+func (r *Reader) expiry(c tiers.Cancellation) time.Time {
+	if !c.Due.IsZero() {
+		return c.Due.Add(r.cfg.Grace)
+	}
+	return c.At.Add(r.cfg.MaxDelay + r.cfg.Grace)
+}
+
+// rounds answers Want: each round notes the time, lists the end offsets of
+// the topic and waits until the positions reach them; every cancellation
+// acknowledged before the noted time is then in the store, and Covered
+// moves to it. Rounds run back to back while a later Covered is wanted.
+func (r *Reader) rounds(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.want:
+		}
+		for r.wanted.Load() > r.covered.Load() {
+			t0 := r.cfg.Clock.Now()
+			if err := r.round(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r.cfg.Logger.Warn("listing the end of the cancellations failed; forwarding waits", "topic", r.cfg.Topic, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(roundRetry):
+				}
+				continue
+			}
+			if ns := t0.UnixNano(); ns > r.covered.Load() {
+				r.covered.Store(ns)
+				signal(r.advanced)
+			}
+		}
+	}
+}
+
+// round lists the end offsets and waits until every partition's position
+// has reached its end. A partition added to the topic since the start is
+// read from its start.
+func (r *Reader) round(ctx context.Context) error {
+	starts, ends, err := r.listOffsets(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	added := make(map[int32]kgo.Offset)
+	for p, start := range starts {
+		if _, ok := r.pos[p]; !ok {
+			r.pos[p] = start
+			added[p] = kgo.NewOffset().At(start)
+		}
+	}
+	r.mu.Unlock()
+	if len(added) > 0 {
+		r.cfg.Logger.Info("the cancellations topic has new partitions", "topic", r.cfg.Topic, "partitions", len(added))
+		r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: added})
+	}
+	for !r.reached(ends) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.progress:
+		}
+	}
+	return nil
+}
+
+// reached reports whether every partition's position is at or past ends.
+func (r *Reader) reached(ends map[int32]int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, end := range ends {
+		if r.pos[p] < end {
+			return false
+		}
+	}
+	return true
+}
+
+// sweep deletes expired cancellations every sweepEvery.
+func (r *Reader) sweep(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := r.store.Sweep(r.cfg.Clock.Now())
+		if err != nil {
+			r.cfg.Logger.Error("deleting expired cancellations failed", "err", err)
+			continue
+		}
+		if n > 0 {
+			r.cfg.Logger.Debug("deleted expired cancellations", "n", n)
+		}
+	}
+}

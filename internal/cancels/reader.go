@@ -1,0 +1,254 @@
+package cancels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// Defaults of ReaderConfig.
+const (
+	// DefaultGrace is how long a cancellation is kept after the deadline it
+	// names was due, for a deadline that is forwarded late.
+	DefaultGrace = time.Hour
+	// defaultFetchBytes bounds one fetch of the topic, so that a rebuild
+	// does not hold kgo's default 50 MiB of fetched records.
+	defaultFetchBytes = 4 << 20
+	// sweepEvery is how often expired cancellations are deleted.
+	sweepEvery = time.Minute
+	// progressEvery is how often a long read of the topic is logged.
+	progressEvery = 5 * time.Second
+	// roundRetry is the wait after a failed listing of end offsets.
+	roundRetry = 250 * time.Millisecond
+	// startWait bounds the wait for the topic at the start.
+	startWait = time.Minute
+)
+
+// ReaderConfig configures a Reader.
+type ReaderConfig struct {
+	// Topic is the cancellations topic. Required.
+	Topic string
+	// Kafka are the connection options (brokers, TLS, SASL).
+	Kafka []kgo.Opt
+	// MaxDelay is how far ahead a deadline can be due (the router's
+	// --max-delay): a cancellation without a due time is kept that long
+	// after it was made, plus Grace. Required.
+	MaxDelay time.Duration
+	// Grace is how long a cancellation is kept after the deadline it names
+	// was due; default DefaultGrace.
+	Grace time.Duration
+	// Clock is the time source; default the wall clock.
+	Clock clock.Clock
+	// Logger receives the reader's logs; default slog.Default().
+	Logger *slog.Logger
+	// Invalid is called for each record that breaks the contract (it is not
+	// applied); default none.
+	Invalid func(rec *kgo.Record, err error)
+}
+
+// Reader reads the cancellations topic into a Store and tells how far its
+// reading goes in time (Covered). Every router reads the whole topic, so a
+// rebalance moves no cancellation. Create one with NewReader and start it
+// with Run.
+type Reader struct {
+	cfg   ReaderConfig
+	store *Store
+	cl    *kgo.Client
+	adm   *kadm.Client
+
+	mu  sync.Mutex
+	pos map[int32]int64 // next offset to read, per partition
+	// progress is signalled (capacity 1) after a batch is applied.
+	progress chan struct{}
+
+	covered  atomic.Int64 // unix ns; every cancellation acknowledged before it is in the store
+	wanted   atomic.Int64 // unix ns a round has been asked to cover
+	want     chan struct{}
+	advanced chan struct{}
+}
+
+// NewReader returns a Reader of cfg into store. It reads from the offsets
+// the store records, or from the start of the topic.
+func NewReader(cfg ReaderConfig, store *Store) (*Reader, error) {
+	if cfg.Topic == "" || cfg.MaxDelay <= 0 {
+		return nil, errors.New("cancels: reader needs a topic and a maximum delay")
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	opts := append(append([]kgo.Opt(nil), cfg.Kafka...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Control records (transaction markers) are kept so that the
+		// position passes them: the end offset a round waits for counts
+		// them.
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(defaultFetchBytes),
+		kgo.FetchMaxPartitionBytes(defaultFetchBytes),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cancels: %w", err)
+	}
+	return &Reader{
+		cfg: cfg, store: store, cl: cl, adm: kadm.NewClient(cl),
+		pos:      make(map[int32]int64),
+		progress: make(chan struct{}, 1),
+		want:     make(chan struct{}, 1),
+		advanced: make(chan struct{}, 1),
+	}, nil
+}
+
+// Covered returns the instant up to which every cancellation acknowledged
+// by the brokers is in the store; zero until the first read of the topic
+// reaches its end.
+func (r *Reader) Covered() time.Time {
+	ns := r.covered.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Want asks for Covered to reach t; Advanced is signalled when Covered
+// moves.
+func (r *Reader) Want(t time.Time) {
+	ns := max(t.UnixNano(), 1) // 0 is "nothing covered"
+	for {
+		cur := r.wanted.Load()
+		if cur >= ns || r.wanted.CompareAndSwap(cur, ns) {
+			break
+		}
+	}
+	signal(r.want)
+}
+
+// Advanced is signalled (capacity 1) each time Covered moves.
+func (r *Reader) Advanced() <-chan struct{} { return r.advanced }
+
+// Lookup returns the cancellation of task id, if there is one.
+func (r *Reader) Lookup(id string) (tiers.Cancellation, bool, error) { return r.store.Lookup(id) }
+
+// Run reads until ctx is canceled, then closes the client. It returns an
+// error when the topic cannot be read at the start.
+func (r *Reader) Run(ctx context.Context) error {
+	defer r.cl.Close()
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.rounds(ctx) })
+	wg.Go(func() { r.sweep(ctx) })
+	err := r.consume(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// start finds the topic's partitions and where to read each from: the
+// store's offsets when they are within the topic, else the start (a topic
+// deleted and created again voids the store).
+func (r *Reader) start(ctx context.Context) error {
+	starts, ends, err := r.waitTopic(ctx)
+	if err != nil {
+		return err
+	}
+	stored, err := r.store.Offsets()
+	if err != nil {
+		return err
+	}
+	for p, next := range stored {
+		if end, ok := ends[p]; !ok || next > end {
+			r.cfg.Logger.Warn("the store of cancellations is ahead of its topic (was the topic created again?); reading the topic from its start",
+				"topic", r.cfg.Topic, "partition", p, "stored", next, "end", end)
+			if err := r.store.Reset(); err != nil {
+				return err
+			}
+			stored = nil
+			break
+		}
+	}
+	assign := make(map[int32]kgo.Offset, len(starts))
+	for p, start := range starts {
+		next := max(stored[p], start)
+		r.pos[p] = next
+		assign[p] = kgo.NewOffset().At(next)
+	}
+	r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: assign})
+	var behind int64
+	for p, end := range ends {
+		behind += end - r.pos[p]
+	}
+	r.cfg.Logger.Info("reading cancellations", "topic", r.cfg.Topic, "partitions", len(starts), "records_to_read", behind, "held", r.store.Len())
+	return nil
+}
+
+// waitTopic lists the offsets of the topic, waiting up to startWait for it
+// to exist: a router and the command that creates the topics may start
+// together.
+func (r *Reader) waitTopic(ctx context.Context) (starts, ends map[int32]int64, err error) {
+	deadline := time.Now().Add(startWait)
+	for {
+		starts, ends, err = r.listOffsets(ctx)
+		if err == nil && len(starts) > 0 {
+			return starts, ends, nil
+		}
+		if err == nil {
+			err = errors.New("no partitions")
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("cancels: the cancellations topic %s cannot be read (create it with `hourglass topics`, or name it with --cancellations-topic): %w", r.cfg.Topic, err)
+		}
+		r.cfg.Logger.Warn("waiting for the cancellations topic", "topic", r.cfg.Topic, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listOffsets returns the start and the last stable (committed) end offset
+// of every partition of the topic.
+func (r *Reader) listOffsets(ctx context.Context) (starts, ends map[int32]int64, err error) {
+	so, err := r.adm.ListStartOffsets(ctx, r.cfg.Topic)
+	if err == nil {
+		err = so.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cancels: list start offsets of %s: %w", r.cfg.Topic, err)
+	}
+	eo, err := r.adm.ListCommittedOffsets(ctx, r.cfg.Topic)
+	if err == nil {
+		err = eo.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cancels: list end offsets of %s: %w", r.cfg.Topic, err)
+	}
+	starts, ends = make(map[int32]int64), make(map[int32]int64)
+	so.Each(func(o kadm.ListedOffset) { starts[o.Partition] = o.Offset })
+	eo.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+	return starts, ends, nil
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

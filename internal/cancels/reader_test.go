@@ -1,0 +1,163 @@
+package cancels
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// readerBundle is a Reader on its own kfake cluster, running until the test
+// ends, and a client to produce cancellations.
+type readerBundle struct {
+	r     *Reader
+	cl    *kgo.Client
+	seeds kgo.Opt
+	stop  func()
+}
+
+const testTopic = "t.cancellations"
+
+func startReader(t *testing.T, c *kfake.Cluster, dir string) *readerBundle {
+	t.Helper()
+	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
+	store, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(ReaderConfig{Topic: testTopic, Kafka: []kgo.Opt{seeds}, MaxDelay: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("reader: %v", err)
+		}
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(stop)
+	return &readerBundle{r: r, seeds: seeds, stop: stop}
+}
+
+// cover asks r to cover now and waits for it, bounded.
+func (b *readerBundle) cover(t *testing.T) {
+	t.Helper()
+	now := time.Now()
+	b.r.Want(now)
+	deadline := time.After(10 * time.Second)
+	for b.r.Covered().Before(now) {
+		select {
+		case <-b.r.Advanced():
+		case <-deadline:
+			t.Fatalf("Covered %v never reached %v", b.r.Covered(), now)
+		}
+	}
+}
+
+func produce(t *testing.T, cl *kgo.Client, c tiers.Cancellation) {
+	t.Helper()
+	rec, err := tiers.BuildCancellation("t.", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReaderTransactions: cancellations produced in transactions count once
+// committed, never when aborted, and the transaction markers do not hold a
+// round up (the positions pass them).
+func TestReaderTransactions(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	b := startReader(t, c, "")
+	txn, err := kgo.NewClient(b.seeds, kgo.TransactionalID("reader-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	ctx := context.Background()
+	for _, end := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		id := map[kgo.TransactionEndTry]string{kgo.TryCommit: "committed", kgo.TryAbort: "aborted"}[end]
+		produce(t, txn, tiers.Cancellation{ID: id, At: time.Now()})
+		if err := txn.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.cover(t)
+	if _, ok, err := b.r.Lookup("committed"); !ok || err != nil {
+		t.Errorf("the committed cancellation: found %v, %v", ok, err)
+	}
+	if _, ok, err := b.r.Lookup("aborted"); ok || err != nil {
+		t.Errorf("the aborted cancellation: found %v, %v", ok, err)
+	}
+}
+
+// TestReaderResumes: with a directory that survives, a reader started again
+// has what the first read and reads on from its offsets; the latest
+// cancellation of a task replaces the earlier one, a tombstone withdraws
+// it, and one whose keeping time has passed is not kept.
+func TestReaderResumes(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	dir := t.TempDir()
+	b := startReader(t, c, dir)
+	cl, err := kgo.NewClient(b.seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	now := time.Now()
+	produce(t, cl, tiers.Cancellation{ID: "a", At: now})
+	produce(t, cl, tiers.Cancellation{ID: "b", At: now})
+	produce(t, cl, tiers.Cancellation{ID: "b", At: now, Due: now.Add(time.Minute)})
+	produce(t, cl, tiers.Cancellation{ID: "gone", At: now})
+	produce(t, cl, tiers.Cancellation{ID: "gone", At: now, Withdrawn: true})
+	produce(t, cl, tiers.Cancellation{ID: "expired", At: now, Due: now.Add(-2 * DefaultGrace)})
+	b.cover(t)
+	b.stop()
+
+	b2 := startReader(t, c, dir)
+	produce(t, cl, tiers.Cancellation{ID: "c", At: now})
+	b2.cover(t)
+	for id, want := range map[string]bool{"a": true, "b": true, "c": true, "gone": false, "expired": false} {
+		got, ok, err := b2.r.Lookup(id)
+		if err != nil || ok != want {
+			t.Errorf("%s: found %v (%+v), %v; want found %v", id, ok, got, err, want)
+		}
+		if id == "b" && got.Due.UnixMilli() != now.Add(time.Minute).UnixMilli() {
+			t.Errorf("b: %+v, want the later cancellation, of the deadline due in a minute", got)
+		}
+	}
+	if n := b2.r.store.Len(); n != 3 {
+		t.Errorf("store holds %d cancellations, want 3", n)
+	}
+}

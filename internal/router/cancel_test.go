@@ -1,0 +1,146 @@
+package router
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// cancel produces the cancellation c.
+func (b *bundle) cancel(t *testing.T, c tiers.Cancellation) {
+	t.Helper()
+	rec, err := tiers.BuildCancellation(b.cfg.Prefix, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Topic = b.cfg.Cancellations
+	b.produceRec(t, rec)
+}
+
+// outcomeOf reads the outcome event of task id.
+func (b *bundle) outcomeOf(t *testing.T, id string) outcome.Event {
+	t.Helper()
+	ev, err := outcome.Unmarshal(b.read(t, b.cfg.Outcomes, id, 1)[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// TestCancelBeforeDue: deadlines whose task was cancelled before they were
+// due never reach their target, wherever they wait (tier, timer);
+// each is reported by one outcome event "cancelled". A deadline scheduled
+// after the cancellation, one of another due time than a cancellation that
+// names its due, and one whose cancellation was withdrawn are forwarded.
+func TestCancelBeforeDue(t *testing.T) {
+	table, _ := tiers.Parse("1s,10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	long := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	sched := func(ts time.Time) kgo.RecordHeader {
+		return kgo.RecordHeader{Key: tiers.HeaderScheduled, Value: tiers.FormatMillis(ts)}
+	}
+	b.produceRec(t, delayRecord(long, "hop", t0, t0.Add(12*time.Second), sched(t0)))
+	b.produceRec(t, delayRecord(long, "timer", t0, t0.Add(3*time.Second)))                             // no scheduled header: its timestamp
+	b.produceRec(t, delayRecord(long, "later", t0, t0.Add(3*time.Second), sched(t0.Add(time.Second)))) // scheduled after the cancellation
+	b.produceRec(t, delayRecord(long, "named", t0, t0.Add(3*time.Second), sched(t0)))
+	b.produceRec(t, delayRecord(long, "withdrawn", t0, t0.Add(3*time.Second), sched(t0)))
+	for _, c := range []tiers.Cancellation{
+		{ID: "hop", At: t0}, {ID: "timer", At: t0}, {ID: "later", At: t0},
+		{ID: "named", At: t0, Due: t0.Add(4 * time.Second)}, // another deadline of the task
+		{ID: "withdrawn", At: t0}, {ID: "withdrawn", At: t0, Withdrawn: true},
+	} {
+		b.cancel(t, c)
+	}
+	before := b.router.Stats()
+	b.clock.Advance(3 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Cancelled == before.Cancelled+1 && s.Forwarded == before.Forwarded+3 })
+	for _, id := range []string{"later", "named", "withdrawn"} {
+		b.read(t, b.cfg.Target, id, 1)
+	}
+	ev := b.outcomeOf(t, "timer")
+	if ev.Outcome != outcome.Cancelled || ev.DueMs != t0.Add(3*time.Second).UnixMilli() || ev.ClosedMs != t0.Add(3*time.Second).UnixMilli() {
+		t.Errorf("outcome %+v, want cancelled, due and dropped at t0+3s", ev)
+	}
+
+	// "hop" waited out the 10s tier, hopped to the 1s tier (keeping when it
+	// was scheduled) and is dropped when due.
+	b.clock.Advance(7 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+1 })
+	b.clock.Advance(2 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Cancelled == before.Cancelled+2 })
+	if ev := b.outcomeOf(t, "hop"); ev.Path != "10s,1s" || ev.Hops != 1 || ev.ScheduledMs != t0.UnixMilli() {
+		t.Errorf("hop's outcome %+v, want path 10s,1s, 1 hop, scheduled at t0", ev)
+	}
+	if s := b.router.Stats(); s.Forwarded != before.Forwarded+3 {
+		t.Errorf("forwarded %d, want 3: a cancelled deadline reached its target", s.Forwarded-before.Forwarded)
+	}
+}
+
+// TestReschedule: a cancellation and a deadline scheduled a millisecond
+// after it (tiers.Scheduler.Reschedule) move a deadline: the old one never
+// fires, the new one fires once, at its time.
+func TestReschedule(t *testing.T) {
+	table, _ := tiers.Parse("1s,10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	s, err := tiers.NewScheduler(b.cl, table, tiers.WithPrefix(b.cfg.Prefix), tiers.WithClock(b.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := s.Schedule(ctx, tiers.Task{ID: "order-7", Due: t0.Add(5 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reschedule(ctx, tiers.Task{ID: "order-7", Due: t0.Add(8 * time.Second)}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	before := b.router.Stats()
+	b.clock.Advance(5 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Cancelled == before.Cancelled+1 })
+	b.clock.Advance(3 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
+	out := b.read(t, b.cfg.Target, "order-7", 1)[0]
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderDue); string(v) != strconv.FormatInt(t0.Add(8*time.Second).UnixMilli(), 10) {
+		t.Errorf("forwarded the deadline due %s, want the new one", v)
+	}
+	if s := b.router.Stats(); s.Cancelled != before.Cancelled+1 || s.Forwarded != before.Forwarded+1 {
+		t.Errorf("stats %+v: want one cancelled and one forwarded", s)
+	}
+}
+
+// TestCancelAfterRestart: a cancellation acknowledged before a router
+// stops is honoured by the router that starts after it, which rebuilds its
+// store from the topic; an invalid cancellation is counted, not applied.
+func TestCancelAfterRestart(t *testing.T) {
+	table, _ := tiers.Parse("10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	b.produce(t, topic, "kept", t0, t0.Add(5*time.Second))
+	b.produce(t, topic, "fires", t0, t0.Add(5*time.Second))
+	b.cancel(t, tiers.Cancellation{ID: "kept", At: t0})
+	bad := &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte("fires"), Value: []byte{}, Timestamp: t0,
+		Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("soon")}}}
+	b.produceRec(t, bad)
+	b.waitArmed(t, t0.Add(5*time.Second))
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	fc := clock.NewFake(t0)
+	b2 := start(t, b.cfg, fc, b.cl)
+	b2.waitArmed(t, t0.Add(5*time.Second))
+	fc.Advance(5 * time.Second)
+	b2.waitStats(t, func(s Stats) bool { return s.Cancelled == 1 && s.Forwarded >= 1 })
+	b2.read(t, b.cfg.Target, "fires", 1)
+	if ev := b2.outcomeOf(t, "kept"); ev.Outcome != outcome.Cancelled {
+		t.Errorf("outcome %+v, want cancelled", ev)
+	}
+}
