@@ -23,15 +23,18 @@ import (
 
 // benchResult is the JSON line of a throughput run.
 type benchResult struct {
-	Orders       int                  `json:"orders"`
-	Rate         int                  `json:"rate_target"`
-	Delays       string               `json:"delays"`
-	Tiers        string               `json:"tiers"`
-	Partitions   int                  `json:"partitions"`
-	Fired        int                  `json:"fired"`
-	Lost         int                  `json:"lost"`
-	Duplicates   int                  `json:"duplicates"`
-	Early        int                  `json:"early"`
+	Orders     int    `json:"orders"`
+	Rate       int    `json:"rate_target"`
+	Delays     string `json:"delays"`
+	Tiers      string `json:"tiers"`
+	Partitions int    `json:"partitions"`
+	Fired      int    `json:"fired"`
+	Lost       int    `json:"lost"`
+	Duplicates int    `json:"duplicates"`
+	Early      int    `json:"early"`
+	// Cancelled counts the orders cancelled (--cancel-ratio) and dropped by
+	// the router; lateness_ms is that of the others.
+	Cancelled    int                  `json:"cancelled"`
 	LatenessMs   embedded.Percentiles `json:"lateness_ms"`
 	ScheduleRate float64              `json:"schedule_rate"`
 	FireRate     float64              `json:"fire_rate"`      // closes per second from the first to the last
@@ -62,6 +65,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(c.pendingSteps) > 0 {
 		return benchMemory(ctx, c, r.s, r.prod, r.rt.Load(), stdout, stderr)
 	}
+	if len(c.cancelSteps) > 0 {
+		return r.benchCancellations(ctx, stdout, stderr)
+	}
 	if c.burst > 0 {
 		return r.burst(ctx, stdout, stderr)
 	}
@@ -82,7 +88,10 @@ type rig struct {
 	prod   *kgo.Client
 	s      *tiers.Scheduler
 	orders *ordersTable // nil with the log closer
-	stderr io.Writer
+	// routerHTTP is the router's metrics address in the cancellations
+	// memory mode; empty otherwise (no HTTP server).
+	routerHTTP string
+	stderr     io.Writer
 }
 
 // startRig starts the broker with the topics, the router and the canceller,
@@ -115,6 +124,12 @@ func startRig(ctx context.Context, c *benchConfig, stderr io.Writer) (_ *rig, er
 			return nil, err
 		}
 		r.cancellerArgs = append(r.cancellerArgs, "--closers", r.orders.closersFile())
+	}
+	if len(c.cancelSteps) > 0 {
+		if r.routerHTTP, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		r.routerArgs = append(r.routerArgs, "--http-addr", r.routerHTTP)
 	}
 	if c.instanceIDs {
 		r.routerArgs = append(r.routerArgs, "--instance-id", "bench-router-0")
@@ -262,7 +277,11 @@ func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, star
 	produced, err := pace(ctx, r.c.orders, r.c.rate, stderr, t, fires, func(i int) {
 		d := wl(rng)
 		maxDelay = max(maxDelay, d)
-		r.s.ScheduleAsync(ctx, tiers.Task{ID: r.taskID(i), Due: time.Now().Add(d)}, nil)
+		id := r.taskID(i)
+		r.s.ScheduleAsync(ctx, tiers.Task{ID: id, Due: time.Now().Add(d)}, nil)
+		if r.c.cancelRatio > 0 && rng.Float64() < r.c.cancelRatio {
+			r.cancelAsync(ctx, id)
+		}
 	})
 	if err != nil {
 		return produced, maxDelay, err
@@ -271,6 +290,15 @@ func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, star
 		return produced, maxDelay, fmt.Errorf("bench: flush: %w", err)
 	}
 	return produced, maxDelay, nil
+}
+
+// cancelAsync produces the cancellation of task id, made now.
+func (r *rig) cancelAsync(ctx context.Context, id string) {
+	rec, err := tiers.BuildCancellation(tiers.DefaultPrefix, tiers.Cancellation{ID: id, At: time.Now()})
+	if err != nil {
+		panic(err) // an id and a time always build
+	}
+	r.prod.Produce(ctx, rec, nil)
 }
 
 // drainOutcomes waits for the outcome of every produced order, printing
@@ -307,6 +335,7 @@ func (r *rig) result(snap embedded.Snapshot, produced int, start time.Time, sche
 	res := benchResult{
 		Orders: c.orders, Rate: c.rate, Delays: c.delays, Tiers: c.tiers.String(), Partitions: c.partitions,
 		Fired: snap.Tasks, Lost: produced - snap.Tasks, Duplicates: snap.Duplicates, Early: snap.Early,
+		Cancelled:       snap.Outcomes[outcome.Cancelled],
 		LatenessMs:      snap.Late,
 		ScheduleRate:    round(float64(produced) / scheduleTook.Seconds()),
 		procFigures:     r.procs(snap.Tasks),

@@ -21,6 +21,7 @@ type benchConfig struct {
 	partitions   int
 	timeout      time.Duration
 	pendingSteps []int
+	cancelSteps  []int // cancellations memory mode
 	pendingDelay time.Duration
 	routerArgs   []string
 
@@ -36,6 +37,8 @@ type benchConfig struct {
 	killAt       time.Duration
 	restartAfter time.Duration
 	instanceIDs  bool
+
+	cancelRatio float64 // the share of orders cancelled after they are scheduled
 
 	hostileRate int
 	bombs       int
@@ -55,11 +58,21 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	)
 	fs := cli.NewFlagSet("bench", benchUsage)
 	fs.SetOutput(stderr)
+	var cancelSteps []string
 	c.register(fs, &rawTiers, &steps)
+	fs.StringsVar(&cancelSteps, "cancellation-steps", "", nil,
+		"memory mode: cancellation counts at which to sample the router's RSS once its store holds them, e.g. 10000,1000000")
 	if err := service.ParseArgs(fs, args); err != nil {
 		return nil, err
 	}
 	errs := c.validate(rawTiers, steps)
+	c.cancelSteps = parseSteps(&errs, "cancellation-steps", cancelSteps)
+	if len(c.cancelSteps) > 0 && (len(c.pendingSteps) > 0 || c.burst > 0 || c.kill != "" || c.hostileRate > 0 || c.bombs > 0 || c.closer != closerLog) {
+		errs.Add("cancellation-steps", "the cancellations memory mode takes no other mode, --kill, hostile records nor a database --closer")
+	}
+	if c.cancelRatio > 0 && (c.burst > 0 || c.closer != closerLog || len(c.pendingSteps) > 0) {
+		errs.Add("cancel-ratio", "goes with a throughput run of the log closer only")
+	}
 	if err := fs.Explain(errs); err != nil {
 		return nil, service.UsageError{Err: err}
 	}
@@ -112,6 +125,7 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 	fs.DurationVar(&c.killAt, "kill-at", "", 0, "when to kill, from the start (default: halfway through scheduling)")
 	fs.DurationVar(&c.restartAfter, "restart-after", "", 300*time.Millisecond, "how long the killed process stays down")
 	fs.BoolVar(&c.instanceIDs, "instance-ids", "", false, "give the router and the canceller an --instance-id (static membership)")
+	fs.Float64Var(&c.cancelRatio, "cancel-ratio", "", 0, "share of the orders (0 to 1) cancelled right after they are scheduled; lateness is that of the others")
 	fs.IntVar(&c.hostileRate, "hostile-rate", "", 0, "records with a value just under the size limit per second, next to the orders")
 	fs.IntVar(&c.bombs, "bombs", "", 0, "zstd batches that decompress to 256 MiB, one per second")
 	fs.DurationVar(&c.maxP99, "max-p99", "", 0, "fail when lateness p99 exceeds this (0: no bound)")
@@ -136,14 +150,7 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 		errs.Add("delays", "%v", err)
 	}
 	errs.IntRange("partitions", c.partitions, 1, 1000)
-	for _, s := range steps {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 10_000_000 || (len(c.pendingSteps) > 0 && n <= c.pendingSteps[len(c.pendingSteps)-1]) {
-			errs.Add("pending-steps", "%q: want increasing counts from 1 to 10000000", s)
-			break
-		}
-		c.pendingSteps = append(c.pendingSteps, n)
-	}
+	c.pendingSteps = parseSteps(&errs, "pending-steps", steps)
 	if c.timeout <= 0 {
 		errs.Add("timeout", "must be positive")
 	}
@@ -154,6 +161,9 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 	}
 	if c.killAt < 0 || c.restartAfter < 0 {
 		errs.Add("kill-at", "must not be negative (nor --restart-after)")
+	}
+	if c.cancelRatio < 0 || c.cancelRatio > 1 {
+		errs.Add("cancel-ratio", "%v: want 0 to 1", c.cancelRatio)
 	}
 	errs.IntRange("hostile-rate", c.hostileRate, 0, 1000)
 	errs.IntRange("bombs", c.bombs, 0, 100)
@@ -195,4 +205,18 @@ func (c *benchConfig) validateBurst(errs *service.Checks) {
 // per deadline for scheduling them (1,000,000: 25 s).
 func burstLeadFor(n int) time.Duration {
 	return 5*time.Second + time.Duration(n)*20*time.Microsecond
+}
+
+// parseSteps parses the increasing counts of a steps flag.
+func parseSteps(errs *service.Checks, flag string, raw []string) []int {
+	var steps []int
+	for _, s := range raw {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10_000_000 || (len(steps) > 0 && n <= steps[len(steps)-1]) {
+			errs.Add(flag, "%q: want increasing counts from 1 to 10000000", s)
+			return nil
+		}
+		steps = append(steps, n)
+	}
+	return steps
 }

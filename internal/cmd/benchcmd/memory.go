@@ -37,22 +37,12 @@ func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *
 		if err := prod.Flush(ctx); err != nil {
 			return fmt.Errorf("bench: flush: %w", err)
 		}
-		// Let the router fetch and pause; then take the median of a few
-		// samples, to not report a GC cycle's peak or trough.
-		settle := time.NewTimer(5 * time.Second)
-		select {
-		case <-ctx.Done():
-			settle.Stop()
-			return ctx.Err()
-		case <-settle.C:
+		// Let the router fetch and pause.
+		rss, err := settledRSS(ctx, rt)
+		if err != nil {
+			return err
 		}
-		var samples []int64
-		for range 5 {
-			samples = append(samples, int64(rt.rss()*1000))
-			t := time.NewTimer(200 * time.Millisecond)
-			<-t.C
-		}
-		steps = append(steps, memoryStep{Pending: scheduled, RouterRSS: float64(embedded.PercentilesOf(samples).P50) / 1000})
+		steps = append(steps, memoryStep{Pending: scheduled, RouterRSS: rss})
 		fmt.Fprintf(stderr, "bench: %d pending, router RSS %.1f MB\n", scheduled, steps[len(steps)-1].RouterRSS)
 	}
 	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
@@ -72,4 +62,23 @@ func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *
 			growth, steps[0].Pending, steps[len(steps)-1].Pending, c.maxGrowthMB)
 	}
 	return nil
+}
+
+// settledRSS waits 5 s, then returns the median of a few samples of rt's
+// RSS in MB, so as not to report a GC cycle's peak or trough.
+func settledRSS(ctx context.Context, rt *child) (float64, error) {
+	settle := time.NewTimer(5 * time.Second)
+	select {
+	case <-ctx.Done():
+		settle.Stop()
+		return 0, ctx.Err()
+	case <-settle.C:
+	}
+	var samples []int64
+	for range 5 {
+		samples = append(samples, int64(rt.rss()*1000))
+		t := time.NewTimer(200 * time.Millisecond)
+		<-t.C
+	}
+	return float64(embedded.PercentilesOf(samples).P50) / 1000, nil
 }

@@ -59,6 +59,16 @@ With --pending-steps the bench measures memory instead: it schedules orders
 due far ahead (--pending-delay) and samples the router's RSS as the pending
 deadlines reach each step.
 
+With --cancel-ratio R the bench cancels that share of the orders right
+after it schedules them (one record each on hourglass.cancellations): the
+router drops them when due, "cancelled" in the JSON line counts them, and
+lateness_ms is that of the orders that were not cancelled.
+
+With --cancellation-steps the bench measures the memory cancellations cost
+instead: it produces cancellations of deadlines due --pending-delay ahead
+and samples the router's RSS once its store holds each step's count (read
+from its metrics), like --pending-steps.
+
 Usage: hourglass bench [flags]
 
 ` + cli.FlagsHeading + "\n"

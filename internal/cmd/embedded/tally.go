@@ -46,7 +46,11 @@ func (t *Tally) add(ev outcome.Event) {
 	t.mu.Lock()
 	t.seen[ev.TaskID]++
 	first := t.seen[ev.TaskID] == 1
-	if first {
+	switch {
+	case first && ev.Outcome == outcome.Cancelled:
+		// Dropped by the router, never closed: no lateness of a close.
+		t.outcomes[ev.Outcome]++
+	case first:
 		t.outcomes[ev.Outcome]++
 		t.late = append(t.late, ev.LatenessMs)
 		if ev.ForwardedMs > 0 {
@@ -57,7 +61,7 @@ func (t *Tally) add(ev outcome.Event) {
 		if ev.LatenessMs > lateSampleMs && len(t.lateSample) < cap(t.lateSample) {
 			t.lateSample = append(t.lateSample, ev)
 		}
-	} else {
+	default:
 		t.dups++
 	}
 	if ev.ClosedMs < ev.DueMs || ev.ForwardedMs > 0 && ev.ForwardedMs < ev.DueMs {
