@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -21,6 +22,10 @@ func (r *Reader) consume(ctx context.Context) error {
 			return nil
 		}
 		fs.EachError(func(topic string, p int32, err error) {
+			if b := kafka.SkipBatch(r.cl, err); b != nil {
+				r.skipped(b)
+				return
+			}
 			r.cfg.Logger.Warn("fetching cancellations failed; trying again", "topic", topic, "partition", p, "err", err)
 		})
 		if err := r.apply(fs); err != nil {
@@ -31,6 +36,22 @@ func (r *Reader) consume(ctx context.Context) error {
 			r.cfg.Logger.Info("still reading cancellations", "topic", r.cfg.Topic, "held", r.store.Len())
 		}
 	}
+}
+
+// skipped moves the position past a batch the client refused to
+// decompress (too large or malformed; the client has moved past it): its
+// cancellations are not applied, and are reported as invalid.
+func (r *Reader) skipped(b *kgo.ErrDecompressTooLarge) {
+	err := kafka.SkippedBatch(b)
+	r.cfg.Logger.Error("a batch of cancellations was skipped; its cancellations are not applied", "topic", b.Topic, "partition", b.Partition,
+		"offset", b.Offset, "err", err)
+	if r.cfg.Invalid != nil {
+		r.cfg.Invalid(&kgo.Record{Topic: b.Topic, Partition: b.Partition, Offset: b.Offset}, err)
+	}
+	r.mu.Lock()
+	r.pos[b.Partition] = max(r.pos[b.Partition], b.NextOffset)
+	r.mu.Unlock()
+	signal(r.progress)
 }
 
 // apply writes the records of fs to the store in one batch, with the next

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -92,8 +93,8 @@ func NewReader(cfg ReaderConfig, store *Store) (*Reader, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	opts := append(append([]kgo.Opt(nil), cfg.Kafka...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	// Read committed, with the decompression cap of every reader.
+	opts := append(append(append([]kgo.Opt(nil), cfg.Kafka...), kafka.ReaderOpts(0)...),
 		// Control records (transaction markers) are kept so that the
 		// position passes them: the end offset a round waits for counts
 		// them.

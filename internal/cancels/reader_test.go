@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/hostile"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -26,13 +28,18 @@ const testTopic = "t.cancellations"
 
 func startReader(t *testing.T, c *kfake.Cluster, dir string) *readerBundle {
 	t.Helper()
+	return startReaderWith(t, c, dir, nil)
+}
+
+func startReaderWith(t *testing.T, c *kfake.Cluster, dir string, invalid func(*kgo.Record, error)) *readerBundle {
+	t.Helper()
 	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
 	store, err := Open(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := NewReader(ReaderConfig{Topic: testTopic, Kafka: []kgo.Opt{seeds}, MaxDelay: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store)
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Invalid: invalid}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +166,36 @@ func TestReaderResumes(t *testing.T) {
 	}
 	if n := b2.r.store.Len(); n != 3 {
 		t.Errorf("store holds %d cancellations, want 3", n)
+	}
+}
+
+// TestReaderSkipsBomb: a batch that decompresses beyond the cap of every
+// reader is skipped and reported, and holds neither the reader nor a round
+// up.
+func TestReaderSkipsBomb(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var invalid atomic.Int64
+	b := startReaderWith(t, c, "", func(*kgo.Record, error) { invalid.Add(1) })
+	cl, err := kgo.NewClient(b.seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hostile.ZstdBomb(ctx, cl, testTopic, 0, []byte("bomb"), 32, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, tiers.Cancellation{ID: "after", At: time.Now()})
+	b.cover(t)
+	if _, ok, err := b.r.Lookup("after"); !ok || err != nil {
+		t.Errorf("the cancellation after the bomb: found %v, %v", ok, err)
+	}
+	if invalid.Load() != 1 {
+		t.Errorf("%d invalid reports, want 1 for the skipped batch", invalid.Load())
 	}
 }
