@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -146,13 +148,68 @@ func (r *Reader) rounds(ctx context.Context) {
 }
 
 // round lists the end offsets and waits until every partition's position
-// has reached its end. A partition added to the topic since the start is
-// read from its start.
+// has reached its end.
 func (r *Reader) round(ctx context.Context) error {
-	starts, ends, err := r.listOffsets(ctx)
+	var ends map[int32]int64
+	var err error
+	if time.Since(r.partitionsChecked) >= partitionsEvery {
+		ends, err = r.checkPartitions(ctx)
+	} else {
+		ends, err = r.endOffsets(ctx)
+	}
 	if err != nil {
 		return err
 	}
+	for !r.reached(ends) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.progress:
+		}
+	}
+	return nil
+}
+
+// endOffsets lists the last stable offset of every partition being read, in
+// one ListOffsets request per broker and without a metadata request: a
+// round runs for every instant at which deadlines fall due.
+func (r *Reader) endOffsets(ctx context.Context) (map[int32]int64, error) {
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = r.cfg.Topic
+	r.mu.Lock()
+	for p := range r.pos {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1 // -1: the end
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	r.mu.Unlock()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 1 // read committed: the last stable offset
+	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, r.cl)
+	if err != nil {
+		return nil, fmt.Errorf("cancels: list end offsets of %s: %w", r.cfg.Topic, err)
+	}
+	ends := make(map[int32]int64, len(rt.Partitions))
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("cancels: list end offsets of %s[%d]: %w", r.cfg.Topic, p.Partition, err)
+			}
+			ends[p.Partition] = p.Offset
+		}
+	}
+	return ends, nil
+}
+
+// checkPartitions lists the start and end offsets of every partition of
+// the topic, and reads a partition added since the start from its start.
+func (r *Reader) checkPartitions(ctx context.Context) (map[int32]int64, error) {
+	starts, ends, err := r.listOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.partitionsChecked = time.Now()
 	r.mu.Lock()
 	added := make(map[int32]kgo.Offset)
 	for p, start := range starts {
@@ -166,14 +223,7 @@ func (r *Reader) round(ctx context.Context) error {
 		r.cfg.Logger.Info("the cancellations topic has new partitions", "topic", r.cfg.Topic, "partitions", len(added))
 		r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: added})
 	}
-	for !r.reached(ends) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-r.progress:
-		}
-	}
-	return nil
+	return ends, nil
 }
 
 // reached reports whether every partition's position is at or past ends.

@@ -33,6 +33,9 @@ const (
 	roundRetry = 250 * time.Millisecond
 	// startWait bounds the wait for the topic at the start.
 	startWait = time.Minute
+	// partitionsEvery is how often a round looks for partitions added to
+	// the topic; the other rounds list the end offsets of those known.
+	partitionsEvery = 10 * time.Second
 )
 
 // ReaderConfig configures a Reader.
@@ -71,6 +74,8 @@ type Reader struct {
 	pos map[int32]int64 // next offset to read, per partition
 	// progress is signalled (capacity 1) after a batch is applied.
 	progress chan struct{}
+
+	partitionsChecked time.Time // the rounds' goroutine's
 
 	covered  atomic.Int64 // unix ns; every cancellation acknowledged before it is in the store
 	wanted   atomic.Int64 // unix ns a round has been asked to cover
