@@ -67,7 +67,7 @@ var (
 // New returns the closer cfg describes, after applying its defaults. base
 // are the connection options of the canceller's cluster (seed brokers, TLS,
 // SASL); they must not configure consuming. New adds its producer options
-// after them: acks from all in-sync replicas, a 5ms linger and a record
+// after them: acks from all in-sync replicas, no linger and a record
 // delivery timeout of cfg.Timeout. Writes are idempotent (franz-go's
 // default). New does not connect: an unreachable cluster shows in Close.
 func New(cfg Config, base []kgo.Opt) (*Closer, error) {
@@ -77,10 +77,14 @@ func New(cfg Config, base []kgo.Opt) (*Closer, error) {
 	}
 	cl, err := kgo.NewClient(slices.Concat(base, []kgo.Opt{
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(linger),
-		// The timeout is evaluated from when a record is buffered; the
-		// linger is added so that it does not eat into it.
-		kgo.RecordDeliveryTimeout(cfg.Timeout + linger),
+		// Closes ready at the same moment share a produce request without
+		// waiting for each other: a close is sent at once when a request
+		// slot is free (kgo keeps up to 5 in flight per broker), and the
+		// closes that come while all are taken go out together in the
+		// next (see TestConcurrentCloses). A linger would only delay
+		// the lone close; ProduceSync skips it anyway.
+		kgo.ProducerLinger(0),
+		kgo.RecordDeliveryTimeout(cfg.Timeout),
 	})...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka closer: topic %s: %w", cfg.Topic, err)

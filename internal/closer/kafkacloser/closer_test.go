@@ -43,7 +43,7 @@ func task(id string, payload string, attempt int) closer.Task {
 		Meta: tiers.Meta{Due: due, Kind: "reminder"}, Attempt: attempt}
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	t.Cleanup(cancel)
 	return ctx
@@ -53,7 +53,7 @@ var topicSeq atomic.Int64
 
 // newTopic creates a topic of three partitions unique to this call, deleted
 // at the end of the test.
-func newTopic(t *testing.T) string {
+func newTopic(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("test.kafkacloser.%s.%d", strings.NewReplacer("/", ".", " ", "-").Replace(t.Name()), topicSeq.Add(1))
 	adm := newAdmin(t)
@@ -70,7 +70,7 @@ func newTopic(t *testing.T) string {
 	return name
 }
 
-func newAdmin(t *testing.T) *kadm.Client {
+func newAdmin(t testing.TB) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {

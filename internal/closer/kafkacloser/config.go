@@ -21,11 +21,6 @@ const (
 	ValuePayload = "payload"
 )
 
-// linger is how long the client waits for more records before it sends a
-// batch: closes run concurrently, so a few milliseconds batch them without
-// delaying any noticeably.
-const linger = 5 * time.Millisecond
-
 // Config is the configuration of a kafka closer, decoded from the closers
 // file:
 //

@@ -23,6 +23,14 @@
 // idempotence only removes duplicates of its own internal retries. The
 // idempotency key header lets the consumer drop repeated commands.
 //
+// Closes that are ready at the same moment go out in one produce request,
+// and none waits for another: the closer does not linger, a close is sent
+// at once when one of the client's request slots (5 per broker, franz-go's
+// bound for idempotent writes) is free, and the closes that come while
+// all five are taken are sent together in the next request. At low load
+// every close is a request of its own; with the canceller's
+// --max-in-flight at 1000, about 115 closes share a request.
+//
 // Produce errors are retryable (the canceller tries again with backoff),
 // except a record too large for the topic and an invalid topic, which are
 // permanent (the task goes to the dead-letter topic). A topic that does not
