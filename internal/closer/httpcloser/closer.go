@@ -58,6 +58,7 @@ type Closer struct {
 	clock     clock.Clock
 	bearer    *cachedSecret // nil without bearer_token
 	password  *cachedSecret // nil without basic_auth
+	batch     *batcher      // nil without batch_url
 }
 
 var (
@@ -74,9 +75,12 @@ func newCloser(cfg Config, clk clock.Clock) (*Closer, error) {
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("http closer: %w", errors.Join(errs...))
 	}
-	tmpl, err := parseTemplate(cfg.URL)
-	if err != nil { // Validate parsed it already
-		return nil, fmt.Errorf("http closer: url: %w", err)
+	var tmpl urlTemplate
+	if cfg.URL != "" {
+		var err error
+		if tmpl, err = parseTemplate(cfg.URL); err != nil { // Validate parsed it already
+			return nil, fmt.Errorf("http closer: url: %w", err)
+		}
 	}
 	tlsConf, err := cfg.TLS.Config()
 	if err != nil {
@@ -108,6 +112,9 @@ func newCloser(cfg Config, clk clock.Clock) (*Closer, error) {
 	if !cfg.BasicAuth.IsZero() {
 		c.password = &cachedSecret{secret: cfg.BasicAuth.Password, clock: clk}
 	}
+	if cfg.BatchURL != "" {
+		c.batch = &batcher{run: c.runBatch, max: cfg.MaxBatch}
+	}
 	return c, nil
 }
 
@@ -124,8 +131,12 @@ func (c *Closer) Stop() error {
 // when the answer has a Retry-After header); any other answer is a
 // closer.Permanent error. A task whose id or kind would put a dot segment
 // into the URL path (see dotSegment) is a closer.Permanent error, and no
-// request is sent.
+// request is sent. With Config.BatchURL the close goes in a batch instead
+// (see the package documentation).
 func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
+	if c.batch != nil {
+		return c.closeBatched(ctx, t)
+	}
 	target := c.url.expand(t.ID, t.Kind)
 	where := fmt.Sprintf("http close task %q: %s %s", t.ID, c.method, target)
 	if t.ID == "" {
@@ -267,13 +278,8 @@ func answerOutcome(body []byte) (closer.Result, error) {
 		return closer.Result{}, fmt.Errorf("the answer's outcome %q is not one of %s, %s, %s, %s",
 			clip(*a.Outcome, maxDetail), outcome.Closed, outcome.AlreadyClosed, outcome.Skipped, outcome.NotFound)
 	}
-	var detail string
-	if len(a.Detail) > 0 && string(a.Detail) != "null" {
-		if json.Unmarshal(a.Detail, &detail) != nil {
-			detail = string(a.Detail) // a number or an object: keep its text
-		}
-	}
-	return closer.Result{Outcome: o, Detail: clip(detail, maxDetail)}, nil
+	// A number or an object as detail: keep its text.
+	return closer.Result{Outcome: o, Detail: clip(jsonText(a.Detail), maxDetail)}, nil
 }
 
 // retryAfterOf reads the Retry-After header of a retryable answer, in

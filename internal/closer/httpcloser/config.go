@@ -23,6 +23,7 @@ const (
 	DefaultTimeout             = 5 * time.Second
 	DefaultConflictOutcome     = outcome.AlreadyClosed
 	DefaultMaxIdleConnsPerHost = 64
+	DefaultMaxBatch            = 100
 )
 
 // Values of Config.Body.
@@ -51,8 +52,8 @@ const secretTTL = 10 * time.Second
 //	  url: https://orders.internal/api/orders/{id}/confirm
 //	  bearer_token: {file: /var/run/secrets/orders/token}
 //
-// Zero fields take the defaults named on them (see WithDefaults); only URL
-// is required.
+// Zero fields take the defaults named on them (see WithDefaults); URL or
+// BatchURL is required.
 type Config struct {
 	// URL is the address of the close, a template: {id} is replaced by the
 	// task id and {kind} by the task kind, each escaped for where it stands
@@ -64,8 +65,19 @@ type Config struct {
 	// with a dot segment of its own is refused here. The scheme is
 	// http or https; credentials in the URL are refused (use BearerToken or
 	// BasicAuth), and the URL appears in errors and logs, so it must hold no
-	// secret. Required.
+	// secret. Required unless BatchURL is set.
 	URL string `yaml:"url"`
+	// BatchURL, instead of URL, closes in batches: the closes ready at the
+	// same moment are POSTed together as one JSON array to this address,
+	// which answers for each (see the package documentation for what it
+	// must accept and answer). No placeholders; otherwise checked like URL.
+	// Method and ContentType apply to URL only. Default "": one request
+	// per close, to URL.
+	BatchURL string `yaml:"batch_url"`
+	// MaxBatch bounds the closes in one request to BatchURL (a batch is
+	// also cut before its body passes 4 MiB); between 1 and 10000. Default
+	// DefaultMaxBatch (100).
+	MaxBatch int `yaml:"max_batch"`
 	// Method is the HTTP method: POST, PUT, PATCH or DELETE. GET, HEAD and
 	// other safe methods are refused: a close changes state. Default
 	// DefaultMethod (POST).
@@ -136,6 +148,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxIdleConnsPerHost == 0 {
 		c.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
 	return c
 }
 
@@ -157,6 +172,7 @@ var reservedHeaders = []string{
 func (c Config) Validate() []error {
 	var p problems
 	c.checkRequest(&p)
+	c.checkBatch(&p)
 	c.checkAuth(&p)
 	p = append(p, c.TLS.Validate()...) // its messages start with tls.
 	switch c.ConflictOutcome {
@@ -181,9 +197,9 @@ func (p *problems) bad(key, format string, args ...any) {
 // checkRequest checks what the request is made of: url, method, headers,
 // body, content_type and timeout.
 func (c Config) checkRequest(p *problems) {
-	if c.URL == "" {
-		p.bad("url", "required")
-	} else if _, err := parseTemplate(c.URL); err != nil {
+	if c.URL == "" && c.BatchURL == "" {
+		p.bad("url", "required (or batch_url)")
+	} else if _, err := parseTemplate(c.URL); c.URL != "" && err != nil {
 		p.bad("url", "%v", err)
 	}
 	if !slices.Contains(methods, strings.ToUpper(c.Method)) {

@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		{name: "body none ignores content type", cfg: Config{URL: base, Body: BodyNone, ContentType: "not a type"}},
 
 		{name: "zero config without defaults", cfg: Config{}, raw: true, want: []string{
-			"url: required", "method: must not be empty", "body:", "content_type:", "timeout:", "conflict_outcome:", "max_idle_conns_per_host:",
+			"url: required", "method: must not be empty", "body:", "content_type:", "timeout:", "max_batch:", "conflict_outcome:", "max_idle_conns_per_host:",
 		}},
 		{name: "url missing", cfg: Config{}, want: []string{"url: required"}},
 		{name: "url scheme", cfg: Config{URL: "ftp://orders/{id}"}, want: []string{"url: "}},
@@ -77,6 +77,17 @@ func TestValidate(t *testing.T) {
 		{name: "tls ca not pem", cfg: Config{URL: base, TLS: credential.TLS{CAFile: tokenFile}}, want: []string{"tls.ca_file: "}},
 		{name: "conflict outcome", cfg: Config{URL: base, ConflictOutcome: outcome.Closed}, want: []string{"conflict_outcome: "}},
 		{name: "idle conns", cfg: Config{URL: base, MaxIdleConnsPerHost: -1}, want: []string{"max_idle_conns_per_host: "}},
+		{name: "batch", cfg: Config{BatchURL: "https://orders.internal/api/orders/close-batch?source=hourglass", MaxBatch: 500}},
+		{name: "batch with credentials and headers", cfg: Config{BatchURL: "http://127.0.0.1:8080/close", Method: "post", Body: BodyNone,
+			Headers: map[string]string{"X-Tenant": "eu-1"}, BearerToken: credential.Secret{File: tokenFile}, MaxBatch: 1}},
+		{name: "url and batch_url", cfg: Config{URL: base, BatchURL: "https://orders.internal/close"}, want: []string{"batch_url: set together with url"}},
+		{name: "batch_url placeholder", cfg: Config{BatchURL: "https://orders.internal/close/{kind}"}, want: []string{"batch_url: "}},
+		{name: "batch_url scheme", cfg: Config{BatchURL: "ftp://orders.internal/close"}, want: []string{"batch_url: "}},
+		{name: "batch_url with credentials", cfg: Config{BatchURL: "https://user:hunter2@orders/close"}, want: []string{"batch_url: "}},
+		{name: "batch_url dot segment", cfg: Config{BatchURL: "https://orders/api/../close"}, want: []string{"batch_url: "}},
+		{name: "batch method", cfg: Config{BatchURL: "https://orders.internal/close", Method: "PUT"}, want: []string{"method: "}},
+		{name: "max_batch negative", cfg: Config{BatchURL: "https://orders.internal/close", MaxBatch: -1}, want: []string{"max_batch: "}},
+		{name: "max_batch too large", cfg: Config{BatchURL: "https://orders.internal/close", MaxBatch: 10_001}, want: []string{"max_batch: "}},
 		{name: "every problem at once", cfg: Config{URL: "ftp://x", Method: "GET", Body: "x", Timeout: -1}, want: []string{
 			"url: ", "method: ", "body: ", "timeout: ",
 		}},
@@ -105,15 +116,16 @@ func TestValidate(t *testing.T) {
 func TestWithDefaults(t *testing.T) {
 	got := Config{URL: "http://x/{id}"}.WithDefaults()
 	want := Config{URL: "http://x/{id}", Method: DefaultMethod, Body: DefaultBody, ContentType: DefaultContentType,
-		Timeout: DefaultTimeout, ConflictOutcome: DefaultConflictOutcome, MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost}
+		Timeout: DefaultTimeout, ConflictOutcome: DefaultConflictOutcome, MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost, MaxBatch: DefaultMaxBatch}
 	if got.URL != want.URL || got.Method != want.Method || got.Body != want.Body || got.ContentType != want.ContentType ||
-		got.Timeout != want.Timeout || got.ConflictOutcome != want.ConflictOutcome || got.MaxIdleConnsPerHost != want.MaxIdleConnsPerHost {
+		got.Timeout != want.Timeout || got.ConflictOutcome != want.ConflictOutcome || got.MaxIdleConnsPerHost != want.MaxIdleConnsPerHost ||
+		got.MaxBatch != want.MaxBatch || got.BatchURL != "" {
 		t.Errorf("WithDefaults = %+v, want %+v", got, want)
 	}
 	set := Config{URL: "u", Method: "PUT", Body: BodyNone, ContentType: "text/plain", Timeout: time.Minute,
-		ConflictOutcome: outcome.Skipped, MaxIdleConnsPerHost: 3}
+		ConflictOutcome: outcome.Skipped, MaxIdleConnsPerHost: 3, MaxBatch: 7}
 	if again := set.WithDefaults(); again.Method != "PUT" || again.Body != BodyNone || again.ContentType != "text/plain" ||
-		again.Timeout != time.Minute || again.ConflictOutcome != outcome.Skipped || again.MaxIdleConnsPerHost != 3 {
+		again.Timeout != time.Minute || again.ConflictOutcome != outcome.Skipped || again.MaxIdleConnsPerHost != 3 || again.MaxBatch != 7 {
 		t.Errorf("WithDefaults changed set fields: %+v", again)
 	}
 }
@@ -175,6 +187,11 @@ max_idle_conns_per_host: 16
 	if err := yaml.Unmarshal([]byte("url: http://x/{id}\nbasic_auth: {username: u, password: {env: PW}}"), &basic); err != nil ||
 		basic.BasicAuth != (BasicAuth{Username: "u", Password: credential.Secret{Env: "PW"}}) {
 		t.Errorf("basic_auth decoded %+v, %v", basic.BasicAuth, err)
+	}
+	var batch Config
+	if err := yaml.Unmarshal([]byte("batch_url: https://orders.internal/close\nmax_batch: 250\n"), &batch); err != nil ||
+		batch.BatchURL != "https://orders.internal/close" || batch.MaxBatch != 250 {
+		t.Errorf("batch_url and max_batch decoded %q %d, %v", batch.BatchURL, batch.MaxBatch, err)
 	}
 	dec = yaml.NewDecoder(strings.NewReader("url: http://x/{id}\ntimout: 5s\n"))
 	dec.KnownFields(true)

@@ -59,6 +59,61 @@
 // Redirects are not followed (a POST redirected with 301 or 302 would turn
 // into a GET, and credentials must not follow a request elsewhere).
 //
+// # Batches
+//
+// With batch_url instead of url, the closes that are ready at the same
+// moment go out as one request: POST batch_url, Content-Type
+// application/json, the configured headers and credentials, and a JSON
+// array with one object per close:
+//
+//	[{"id":"42","kind":"order-timeout","due_ms":1767225600000,"attempt":1,
+//	  "idempotency_key":"hourglass:order-timeout:42","payload":{"total":"9.90"}}, ...]
+//
+// "payload" is the task payload when it is JSON, otherwise "payload_base64"
+// carries it (standard base64); neither with an empty payload or body:
+// none. due_ms is 0 when unknown. A task id or kind that is not UTF-8
+// cannot be carried and is a permanent error. Nothing waits for a batch
+// to fill: two batch requests run at once at most, a close that finds one
+// free goes out at once (a batch of one), and the closes that come while
+// both run go together in the next, up to max_batch (100) and 4 MiB of
+// body. The canceller never closes one task id twice at once, so an id is
+// in a batch at most once.
+//
+// The endpoint answers 2xx with a JSON array of one object per item, in the
+// order of the request:
+//
+//	[{"id":"42","status":200},
+//	 {"id":"43","status":200,"outcome":"skipped","detail":"PAID"},
+//	 {"id":"44","status":503,"error":"lock timeout","retry_after":5}]
+//
+// Each object is read as a single close's answer would be: "status" (an
+// HTTP status code) maps as in the table above, "outcome" and "detail" as
+// in an answer body, and an object with an "outcome" and no "status" means
+// 200. "id" is optional; when given it must be the item's. A retryable
+// item may say "retry_after" (seconds; else the answer's Retry-After
+// applies); "error" is quoted in the close's error. Each close gets its
+// own result: a failing item fails only itself, and the canceller retries
+// or dead-letters it alone, as it would a single close. An object with
+// neither status nor outcome, or a status that is not a code, is a
+// retryable error for that item.
+//
+// An answer about the batch as a whole fails every close in it, each on
+// its own (each is retried on its own schedule, and may go out in another
+// batch):
+//
+//	2xx that is not such an array      retryable (malformed: not JSON, another length, an id out of order)
+//	408, 413, 425, 429, 5xx            retryable (Retry-After honoured; 413 says to lower max_batch)
+//	network error, timeout             retryable
+//	404                                permanent: there is no batch endpoint at batch_url
+//	3xx, any other 4xx                 permanent
+//
+// So an endpoint must answer 2xx with an item per close even when some of
+// them fail, and keep whole-batch errors for problems of the whole batch.
+// It must be idempotent per item, as for single closes: a close may come
+// again in a later batch after a timeout or a crash. At most 4 MiB of an
+// answer is read. Config.Timeout bounds a batch request; a close whose
+// context ends while it waits is left out of its batch.
+//
 // # Credentials
 //
 // BearerToken and BasicAuth.Password are credential.Secrets, resolved again at
