@@ -140,7 +140,7 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	if cfg.RateLimit > 0 {
 		c.limit = rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst)
 	}
-	var opts []kgo.Opt
+	opts := fetchOpts()
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
@@ -157,6 +157,28 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	}
 	c.member, c.cl = member, member.Client()
 	return c, nil
+}
+
+// Fetch bounds of the canceller's client. A fetch is decoded into records
+// as soon as it arrives and waits in the client until the canceller has
+// taken every record of it; with kgo's defaults (50 MiB a fetch, 1 MiB a
+// partition) a burst made the canceller hold fetches that decompressed to
+// hundreds of megabytes, and peak at 480 MB RSS. A megabyte of compressed
+// small records is still tens of thousands of closes, seconds of work for
+// any closer but the log closer, so the round trip between two fetches
+// costs little. A larger batch is still fetched, one at a time.
+const (
+	fetchMaxBytes          = 1 << 20
+	fetchMaxPartitionBytes = 256 << 10 // several partitions share a fetch
+)
+
+// fetchOpts returns the canceller's fetch settings. One fetch is in flight
+// or waiting per broker (kgo's default).
+func fetchOpts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.FetchMaxBytes(fetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
+	}
 }
 
 // withDefaults returns o with its defaults set, or an error for a route

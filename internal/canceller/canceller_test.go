@@ -656,3 +656,16 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchBounds: the canceller's client fetches at most fetchMaxBytes at
+// once, so a burst does not fill its memory with decoded fetches.
+func TestFetchBounds(t *testing.T) {
+	b := setup(t, Config{}, nil)
+	cl := b.c.Client()
+	if got := cl.OptValue(kgo.FetchMaxBytes); got != int32(fetchMaxBytes) {
+		t.Errorf("FetchMaxBytes = %v, want %d", got, fetchMaxBytes)
+	}
+	if got := cl.OptValue(kgo.FetchMaxPartitionBytes); got != int32(fetchMaxPartitionBytes) {
+		t.Errorf("FetchMaxPartitionBytes = %v, want %d", got, fetchMaxPartitionBytes)
+	}
+}
