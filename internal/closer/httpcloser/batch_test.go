@@ -8,9 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -442,5 +444,62 @@ func TestBatchRefused(t *testing.T) {
 	}
 	if _, err := c.Close(t.Context(), task("o-1", 1)); errKind(err) != "retry" || !strings.Contains(err.Error(), `task "o-1"`) {
 		t.Errorf("Close to a closed port: %v; want a retryable error naming the task", err)
+	}
+}
+
+// BenchmarkClose closes b.N tasks against a local endpoint that answers at
+// once, one request per close (url) or in batches (batch_url), with 10 or
+// 100 closes at once as the canceller's --max-in-flight allows, and
+// reports closes/s and the requests per close.
+func BenchmarkClose(b *testing.B) {
+	var requests atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		var items []json.RawMessage
+		if r.URL.Path != "/batch" {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&items); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, "["+strings.TrimSuffix(strings.Repeat(`{"status":200},`, len(items)), ",")+"]")
+	}))
+	defer ts.Close()
+	for _, mode := range []string{"single", "batch"} {
+		for _, workers := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s_inflight_%d", mode, workers), func(b *testing.B) {
+				cfg := Config{URL: ts.URL + "/close/{id}", MaxIdleConnsPerHost: workers}
+				if mode == "batch" {
+					cfg = Config{BatchURL: ts.URL + "/batch"}
+				}
+				c, err := New(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Stop()
+				requests.Store(0)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for range workers {
+					wg.Go(func() {
+						for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+							if _, err := c.Close(context.Background(), task(fmt.Sprint("o-", i), 1)); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "closes/s")
+				b.ReportMetric(float64(requests.Load())/float64(b.N), "requests/close")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }
