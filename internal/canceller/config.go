@@ -20,7 +20,12 @@ const (
 	DefaultCommitInterval  = 50 * time.Millisecond
 	DefaultShutdownTimeout = 20 * time.Second
 	DefaultMaxPollRecords  = 1000
-	DefaultMaxInFlight     = 10
+	// DefaultMaxInFlight lets the closes of a burst batch (the sql and
+	// the http batch closers group what is in flight, the kafka closer
+	// shares produce requests), while the records closing at once stay
+	// within about 100 MB even at the broker's 1 MB record limit, and an
+	// http closer without batch_url sends at most 100 requests at once.
+	DefaultMaxInFlight     = 100
 	DefaultRateBurst       = 1
 	DefaultMaxAttempts     = 10
 	DefaultRetryBackoff    = time.Second
@@ -78,8 +83,10 @@ type Config struct {
 	// router's table. Default tiers.DefaultTable().
 	Tiers tiers.Table
 	// MaxInFlight bounds the records taken and not yet finished, closes
-	// running or waiting. Two records of the same task id never close at
-	// once: the later waits for the earlier. Default DefaultMaxInFlight.
+	// running or waiting: the records held in memory, the closes a closer
+	// can batch, and the requests at once of an http closer without
+	// batch_url. Two records of the same task id never close at once: the
+	// later waits for the earlier. Default DefaultMaxInFlight (100).
 	MaxInFlight int
 	// RateLimit bounds closes per second over all kinds (a token bucket of
 	// RateBurst tokens), so a backlog after an outage cannot flood the
@@ -125,7 +132,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
 	fs.StringVar(&c.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
 	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
-	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), DefaultMaxInFlight, "records closing or waiting at once; one task id never closes twice at once")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), DefaultMaxInFlight, "records closing or waiting at once (closes ready together are batched); one task id never closes twice at once")
 	fs.Float64Var(&c.RateLimit, "rate-limit", env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
 	fs.IntVar(&c.RateBurst, "rate-burst", env("rate-burst"), DefaultRateBurst, "closes allowed at once above --rate-limit")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", env("max-attempts"), DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")

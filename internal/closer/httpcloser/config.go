@@ -22,7 +22,7 @@ const (
 	DefaultContentType         = "application/json"
 	DefaultTimeout             = 5 * time.Second
 	DefaultConflictOutcome     = outcome.AlreadyClosed
-	DefaultMaxIdleConnsPerHost = 64
+	DefaultMaxIdleConnsPerHost = 100
 	DefaultMaxBatch            = 100
 )
 
@@ -112,7 +112,8 @@ type Config struct {
 	ConflictOutcome outcome.Outcome `yaml:"conflict_outcome"`
 	// MaxIdleConnsPerHost bounds the keep-alive connections kept open to
 	// the server; set it to at least the canceller's concurrency. Default
-	// DefaultMaxIdleConnsPerHost (64).
+	// DefaultMaxIdleConnsPerHost (100, the canceller's default
+	// --max-in-flight).
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host"`
 }
 
