@@ -10,7 +10,9 @@
 //
 // Every client that reads Hourglass topics reads committed records only and
 // caps what a fetched batch may decompress to ([ReaderOpts]); [SkipBatch]
-// moves a reader past a batch refused for that cap or malformed. Group
+// moves a reader past a batch refused for that cap or malformed.
+// [KeyPartition] is the partition a task id's records go to, as every
+// Hourglass producer (and the Java client) partitions them. Group
 // consumers are in internal/consumer; topic provisioning is in
 // internal/topics, the one place that knows the pipeline's topic layout.
 package kafka
