@@ -32,6 +32,8 @@ func TestCommandLineErrors(t *testing.T) {
 		{"unknown command", hourglasscmd.Run, []string{"rotuer"}, `unknown command "rotuer"; did you mean router?` + "\nsee hourglass --help"},
 		{"no command", hourglasscmd.Run, nil, "no command given; try hourglass demo for a pipeline on this machine"},
 		{"dlq without a subcommand", hourglasscmd.Run, []string{"dlq"}, "dlq needs a subcommand: list or replay"},
+		{"cancel unknown flag", hourglasscmd.Run, []string{"cancel", "--id", "1", "--dux", "1"}, "unknown flag --dux; did you mean --due?\nsee hourglass cancel --help"},
+		{"misspelt command", hourglasscmd.Run, []string{"reshedule"}, `unknown command "reshedule"; did you mean reschedule?` + "\nsee hourglass --help"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +69,7 @@ func TestNoCommand(t *testing.T) {
 func TestHelpNamesEnv(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"router"}, {"canceller"}, {"topics"}, {"dlq", "list"}, {"dlq", "replay"},
+		{"schedule"}, {"cancel"}, {"reschedule"},
 		{"reconcile"}, {"recorder"}, {"report"}, {"demo"}, {"bench"},
 	} {
 		t.Run(strings.Join(cmd, " "), func(t *testing.T) {

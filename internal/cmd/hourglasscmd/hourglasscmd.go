@@ -9,6 +9,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/recordercmd"
 	"github.com/hourglass/hourglass/internal/cmd/reportcmd"
 	"github.com/hourglass/hourglass/internal/cmd/routercmd"
+	"github.com/hourglass/hourglass/internal/cmd/schedulecmd"
 	"github.com/hourglass/hourglass/internal/cmd/topicscmd"
 
 	"context"
@@ -31,6 +32,9 @@ Commands:
   demo        run a complete local pipeline on an embedded broker, with a demo order source
   bench       measure the pipeline on an embedded broker and print one JSON line
   topics      create or check the pipeline's topics
+  schedule    schedule one deadline (a record of a delay topic)
+  cancel      cancel a task's deadlines (a record of the cancellations topic)
+  reschedule  move a task's deadline: cancel and schedule in one transaction
   dlq         list and replay dead letters
   reconcile   close overdue unpaid orders the pipeline missed (scans the order table)
   recorder    run the recorder service: outcome events into ClickHouse
@@ -43,16 +47,19 @@ Run "hourglass <command> --help" for a command's flags.
 `
 
 var subcommands = map[string]service.Command{
-	"demo":      democmd.Run,
-	"bench":     benchcmd.Run,
-	"topics":    topicscmd.Run,
-	"dlq":       dlqcmd.Run,
-	"reconcile": reconcilecmd.Run,
-	"recorder":  recordercmd.Run,
-	"report":    reportcmd.Run,
-	"router":    routercmd.Run,
-	"canceller": cancellercmd.Run,
-	"version":   runVersion,
+	"demo":       democmd.Run,
+	"bench":      benchcmd.Run,
+	"topics":     topicscmd.Run,
+	"schedule":   schedulecmd.Schedule,
+	"cancel":     schedulecmd.Cancel,
+	"reschedule": schedulecmd.Reschedule,
+	"dlq":        dlqcmd.Run,
+	"reconcile":  reconcilecmd.Run,
+	"recorder":   recordercmd.Run,
+	"report":     reportcmd.Run,
+	"router":     routercmd.Run,
+	"canceller":  cancellercmd.Run,
+	"version":    runVersion,
 }
 
 const versionUsage = `Usage: hourglass version

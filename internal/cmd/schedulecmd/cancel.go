@@ -1,0 +1,170 @@
+package schedulecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+const cancelUsage = `hourglass cancel calls off deadlines of a task: it produces a record keyed by
+the task id to the cancellations topic (<prefix>cancellations), as
+tiers.Scheduler.Cancel does in a service.
+
+Without --due it calls off every deadline of the task scheduled until now;
+with --due only the one due then. A cancellation the broker acknowledged
+before the deadline was due guarantees that the deadline never reaches its
+target. One acknowledged at or after the due time is recorded, but the
+deadline may have fired: the command says so and exits 1; hourglass status ID
+tells what happened. The latest cancellation of a task replaces the earlier
+ones. --withdraw withdraws the task's cancellation (a tombstone): the
+deadlines it has not dropped yet fire again when due.
+
+Usage: hourglass cancel --id ID [--due TIME | --withdraw] [flags]
+
+Examples:
+  hourglass cancel --id order-42
+  hourglass cancel --id order-42 --due 2026-05-14T12:30:00Z
+  hourglass cancel --id order-42 --due 1778761800000
+  hourglass cancel --id order-42 --withdraw
+
+` + cli.FlagsHeading + "\n"
+
+// Cancel is the `hourglass cancel` command.
+func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		c        common
+		rawDue   string
+		due      time.Time
+		withdraw bool
+	)
+	fs := cli.NewFlagSet("cancel", cancelUsage)
+	fs.SetOutput(stderr)
+	c.register(fs, "hourglass-cancel")
+	fs.StringVar(&rawDue, "due", "", "", "only the deadline due at this `time`: RFC 3339 or unix milliseconds (default: every deadline of the task)")
+	fs.BoolVar(&withdraw, "withdraw", "", false, "withdraw the task's cancellation instead")
+	err := c.parse(fs, args, func(errs *service.Checks) {
+		if rawDue == "" {
+			return
+		}
+		var err error
+		if due, err = parseTime(rawDue); err != nil {
+			errs.Add("due", "%v", err)
+		} else if withdraw {
+			errs.Add("due", "give --due or --withdraw, not both: a withdrawal is of the task's cancellation, whatever it names")
+		}
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	topic := tiers.CancellationsTopic(c.prefix)
+	cl, parts, err := c.client(ctx, []string{topic})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	at := where(topic, c.id, parts)
+	if withdraw {
+		return withdrawCancellation(ctx, cl, c.prefix, c.id, at, stdout)
+	}
+	var clock recordingClock
+	s, err := tiers.NewScheduler(cl, c.table, tiers.WithPrefix(c.prefix), tiers.WithClock(clock.now))
+	if err != nil {
+		return err
+	}
+	err = s.Cancel(ctx, c.id, due)
+	if err != nil && !errors.Is(err, tiers.ErrLate) {
+		return err
+	}
+	for _, l := range cancelledLines(c.id, at, due, clock.first(), clock.last()) {
+		fmt.Fprintln(stdout, l)
+	}
+	if err != nil {
+		return lateError("cancelled: recorded", c.id, err)
+	}
+	return nil
+}
+
+// cancelledLines say what the cancellation of id, made at made and
+// acknowledged at acked, calls off; at is where it is.
+func cancelledLines(id, at string, due, made, acked time.Time) []string {
+	if due.IsZero() {
+		return []string{
+			fmt.Sprintf("cancelled every deadline of %s scheduled until %s: %s, acknowledged at %s", cli.Quote(id), stamp(made), at, stamp(acked)),
+			fmt.Sprintf("a deadline due before then may have fired: see hourglass status %s", cli.Quote(id)),
+		}
+	}
+	return []string{fmt.Sprintf("cancelled the deadline of %s due %s: %s, acknowledged at %s, %s",
+		cli.Quote(id), stamp(due), at, stamp(acked), relative(acked, due))}
+}
+
+// relative says when acked was against due.
+func relative(acked, due time.Time) string {
+	d := due.Sub(acked).Round(time.Millisecond)
+	if d > 0 {
+		return d.String() + " before the due time: it does not reach its target"
+	}
+	return (-d).String() + " after the due time"
+}
+
+// lateError is the error of a cancellation acknowledged after its
+// deadline was due; it wraps err, which wraps tiers.ErrLate. lead says
+// what was done.
+func lateError(lead, id string, err error) error {
+	return fmt.Errorf("%s %s, but acknowledged after the deadline was due; it may have fired: see hourglass status %s\n(%w)",
+		cli.Quote(id), lead, cli.Quote(id), err)
+}
+
+// withdrawCancellation produces the tombstone of id's cancellation.
+func withdrawCancellation(ctx context.Context, cl *kgo.Client, prefix, id, at string, w io.Writer) error {
+	r, err := tiers.BuildCancellation(prefix, tiers.Cancellation{ID: id, At: time.Now(), Withdrawn: true})
+	if err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("withdraw the cancellation of %s: %w", id, err)
+	}
+	fmt.Fprintf(w, "withdrew the cancellation of %s: %s at %s; deadlines it dropped stay dropped\n", cli.Quote(id), at, stamp(r.Timestamp))
+	return nil
+}
+
+// recordingClock is time.Now that remembers its first reading, the time a
+// Scheduler gives the cancellation, and its last, the time it judges the
+// acknowledgement by.
+type recordingClock struct {
+	mu     sync.Mutex
+	t0, t1 time.Time
+}
+
+func (c *recordingClock) now() time.Time {
+	t := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.t0.IsZero() {
+		c.t0 = t
+	}
+	c.t1 = t
+	return t
+}
+
+func (c *recordingClock) last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t1
+}
+
+func (c *recordingClock) first() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t0
+}

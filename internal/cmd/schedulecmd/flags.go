@@ -1,0 +1,222 @@
+package schedulecmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// DefaultTimeout is the default of --timeout: the bound on connecting and
+// producing.
+const DefaultTimeout = 30 * time.Second
+
+// common are the flags schedule, cancel and reschedule share.
+type common struct {
+	kc       kafka.Config
+	prefix   string
+	rawTiers string
+	table    tiers.Table
+	timeout  time.Duration
+	id       string
+}
+
+// register registers the shared flags on fs; clientID is the default of
+// --client-id.
+func (c *common) register(fs *cli.FlagSet, clientID string) {
+	fs.StringVar(&c.id, "id", "", "", "`task-id` (the order id): the record key")
+	c.kc.RegisterFlags(fs, clientID)
+	fs.StringVar(&c.prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name (the router's)")
+	topics.TiersVar(fs, &c.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`")
+	fs.DurationVar(&c.timeout, "timeout", "", DefaultTimeout, "bound on connecting and producing")
+}
+
+// validate reports every problem with the shared flags.
+func (c *common) validate(fs *cli.FlagSet) service.Checks {
+	errs := service.Checks(c.kc.Validate(fs))
+	c.table = errs.Tiers(c.rawTiers)
+	switch {
+	case c.id == "":
+		errs.Add("id", "required: the task id")
+	case len(c.id) > tiers.DefaultMaxKeyBytes:
+		errs.Add("id", "%d bytes; at most %d", len(c.id), tiers.DefaultMaxKeyBytes)
+	}
+	if err := tiers.ValidTopic(tiers.CancellationsTopic(c.prefix)); err != nil {
+		errs.Add("topic-prefix", "%v", err)
+	}
+	if c.timeout <= 0 {
+		errs.Add("timeout", "%v: must be positive", c.timeout)
+	}
+	return errs
+}
+
+// parse parses args into fs and validates them with check, which adds the
+// command's own problems to the shared ones.
+func (c *common) parse(fs *cli.FlagSet, args []string, check func(errs *service.Checks)) error {
+	if err := service.ParseArgs(fs, args); err != nil {
+		return err
+	}
+	errs := c.validate(fs)
+	check(&errs)
+	if err := fs.Explain(errs); err != nil {
+		return service.UsageError{Err: err}
+	}
+	return nil
+}
+
+// client returns a producing client of the flags, with extra options, and
+// the partition count of each of topics, which must exist.
+func (c *common) client(ctx context.Context, topicNames []string, extra ...kgo.Opt) (*kgo.Client, map[string]int, error) {
+	opts, err := c.kc.Opts()
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka client: %w", err)
+	}
+	parts, err := partitionCounts(ctx, kadm.NewClient(cl), topicNames)
+	if err != nil {
+		cl.Close()
+		return nil, nil, err
+	}
+	return cl, parts, nil
+}
+
+// partitionCounts returns the partition count of each topic, or an error
+// naming the topics that do not exist: a produce to one would wait for it
+// until the timeout.
+func partitionCounts(ctx context.Context, adm *kadm.Client, names []string) (map[string]int, error) {
+	tds, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("list topics %s: %w", strings.Join(names, ", "), err)
+	}
+	out := map[string]int{}
+	var missing []string
+	for _, n := range names {
+		td, ok := tds[n]
+		if !ok || td.Err != nil || len(td.Partitions) == 0 {
+			missing = append(missing, n)
+			continue
+		}
+		out[n] = len(td.Partitions)
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("topics %s do not exist: create the pipeline's topics first (the --topic-prefix and --tiers must be the router's)", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// where returns "topic[partition]" of the task id's records in topic.
+func where(topic, id string, parts map[string]int) string {
+	return fmt.Sprintf("%s[%d]", topic, kafka.KeyPartition(topic, []byte(id), parts[topic]))
+}
+
+// taskFlags are the flags that describe a deadline: schedule and
+// reschedule.
+type taskFlags struct {
+	in                        time.Duration
+	inSet                     bool // --in was given, even as 0
+	at, kind, target, payload string
+}
+
+// register registers the task flags on fs.
+func (f *taskFlags) register(fs *cli.FlagSet) {
+	fs.DurationVar(&f.in, "in", "", 0, "due this `duration` from now (give --in or --at)")
+	fs.StringVar(&f.at, "at", "", "", "due at this `time`: RFC 3339 (2026-05-14T12:30:00Z) or unix milliseconds")
+	fs.StringVar(&f.kind, "kind", "", "", "task `kind`, which selects the canceller's closer (default: the canceller's, order-timeout)")
+	fs.StringVar(&f.target, "target", "", "", "target `topic` when due (default: the router's --target, <prefix>cancel)")
+	fs.StringVar(&f.payload, "payload", "", "", "the record value: a `string`, or @FILE for a file's bytes")
+}
+
+// task returns the task of the flags of fs for id at now, adding the
+// problems to errs.
+func (f *taskFlags) task(fs *cli.FlagSet, id string, now time.Time, errs *service.Checks) tiers.Task {
+	t := tiers.Task{ID: id, Kind: f.kind, Target: f.target}
+	f.inSet = fs.Source("in") != cli.SourceDefault
+	switch {
+	case f.at != "" && f.inSet:
+		errs.Add("at", "give --in or --at, not both")
+	case f.at != "":
+		due, err := parseTime(f.at)
+		if err != nil {
+			errs.Add("at", "%v", err)
+		}
+		t.Due = due
+	case f.in < 0:
+		errs.Add("in", "%v: must not be negative (--at takes a time in the past, which fires at once)", f.in)
+	case f.inSet:
+		t.Due = now.Add(f.in)
+	default:
+		errs.Add("in", "required: give --in or --at")
+	}
+	if f.target != "" {
+		if err := tiers.ValidTopic(f.target); err != nil {
+			errs.Add("target", "%v", err)
+		}
+	}
+	if len(f.kind) > 128 || strings.ContainsFunc(f.kind, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		errs.Add("kind", "at most 128 printable characters")
+	}
+	p, err := readPayload(f.payload)
+	if err != nil {
+		errs.Add("payload", "%v", err)
+	}
+	t.Payload = p
+	return t
+}
+
+// readPayload returns the bytes of --payload: the string, or the file
+// after an @.
+func readPayload(s string) ([]byte, error) {
+	b := []byte(s)
+	if name, ok := strings.CutPrefix(s, "@"); ok {
+		var err error
+		if b, err = os.ReadFile(name); err != nil {
+			return nil, err
+		}
+	}
+	if len(b) > tiers.DefaultMaxValueBytes {
+		return nil, fmt.Errorf("%d bytes; the router takes at most %d", len(b), tiers.DefaultMaxValueBytes)
+	}
+	return b, nil
+}
+
+// parseTime parses an RFC 3339 time or unix milliseconds.
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		if t.UnixMilli() < 0 {
+			return time.Time{}, fmt.Errorf("%q is before 1970", s)
+		}
+		return t, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 && ms < 1e15 {
+		return time.UnixMilli(ms), nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-05-14T12:30:00Z, or with an offset) or unix milliseconds", s)
+}
+
+// stamp formats t for output: UTC, milliseconds.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// untilText says how far t is from now: "in 29m59.98s" or "5s ago".
+func untilText(t, now time.Time) string {
+	d := t.Sub(now).Round(time.Millisecond)
+	if d < 0 {
+		return (-d).String() + " ago"
+	}
+	return "in " + d.String()
+}
