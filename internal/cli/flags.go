@@ -38,6 +38,8 @@ type FlagSet struct {
 	lookupEnv func(string) (string, bool)
 	// args are the arguments after the flags, set by Parse.
 	args []string
+	// interspersed lets arguments that are not flags come between flags.
+	interspersed bool
 }
 
 // entry is one registered flag.

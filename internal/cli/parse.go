@@ -13,8 +13,8 @@ import (
 //
 // Flags are written --name value, --name=value, or with one dash; a bool
 // flag takes no value (--tls) or an attached one (--tls=false). Parsing
-// stops at the first argument that is not a flag, or after "--"; [FlagSet.Args]
-// returns the rest.
+// stops at the first argument that is not a flag (unless
+// [FlagSet.Interspersed]), or after "--"; [FlagSet.Args] returns the rest.
 //
 // A bad command line is a *[CommandLineError] in the --flag spelling: an
 // unknown flag (`unknown flag --tier; did you mean --tiers?`), a flag
@@ -58,16 +58,21 @@ func (f *FlagSet) Parse(args []string) error {
 }
 
 // parseArgs sets the flags given in args and returns their names and the
-// arguments after them.
+// arguments after them (with Interspersed, every argument that is not a
+// flag).
 func (f *FlagSet) parseArgs(args []string) (set map[string]bool, rest []string, err error) {
 	set = make(map[string]bool)
 	for len(args) > 0 {
 		arg := args[0]
 		if arg == "--" {
-			return set, args[1:], nil
+			return set, append(rest, args[1:]...), nil
 		}
 		if len(arg) < 2 || arg[0] != '-' {
-			return set, args, nil
+			if !f.interspersed {
+				return set, args, nil
+			}
+			rest, args = append(rest, arg), args[1:]
+			continue
 		}
 		args = args[1:]
 		name := strings.TrimPrefix(arg[1:], "-")
@@ -97,8 +102,14 @@ func (f *FlagSet) parseArgs(args []string) (set map[string]bool, rest []string, 
 		}
 		set[name] = true
 	}
-	return set, nil, nil
+	return set, rest, nil
 }
+
+// Interspersed lets arguments that are not flags come between flags, as in
+// `status --format json 42 --since 1h`: Parse then reads every flag, and
+// Args returns the other arguments in order. After "--" every argument is
+// one of those, even one that begins with a dash.
+func (f *FlagSet) Interspersed() { f.interspersed = true }
 
 // isFlag reports whether arg is one of f's flags, such as --tiers, which
 // means the flag before it was given no value.

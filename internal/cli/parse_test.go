@@ -66,6 +66,33 @@ func TestParseStops(t *testing.T) {
 	}
 }
 
+// TestParseInterspersed: with Interspersed, every flag is read wherever
+// it is, and the other arguments are kept in order; after "--" all are
+// arguments.
+func TestParseInterspersed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args, rest []string
+		workers    int
+	}{
+		{[]string{"a", "--workers", "2"}, []string{"a"}, 2},
+		{[]string{"--tls", "a", "--workers", "2", "b"}, []string{"a", "b"}, 2},
+		{[]string{"--workers", "2", "--", "-a", "--workers", "3"}, []string{"-a", "--workers", "3"}, 2},
+		{[]string{"-", "--workers=5"}, []string{"-"}, 5},
+		{nil, nil, 4},
+	}
+	for _, tt := range tests {
+		f, c := newTestFlagSet(nil)
+		f.Interspersed()
+		if err := f.Parse(tt.args); err != nil {
+			t.Fatalf("Parse(%q): %v", tt.args, err)
+		}
+		if !slices.Equal(f.Args(), tt.rest) || c.workers != tt.workers {
+			t.Errorf("Parse(%q): Args %q workers %d, want %q %d", tt.args, f.Args(), c.workers, tt.rest, tt.workers)
+		}
+	}
+}
+
 func TestSuggest(t *testing.T) {
 	t.Parallel()
 	flags := []string{"brokers", "tiers", "max-delay", "max-in-flight", "session-timeout", "check-config", "topic-prefix"}
