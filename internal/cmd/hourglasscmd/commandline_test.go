@@ -69,7 +69,7 @@ func TestNoCommand(t *testing.T) {
 func TestHelpNamesEnv(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"router"}, {"canceller"}, {"topics"}, {"dlq", "list"}, {"dlq", "replay"},
-		{"schedule"}, {"cancel"}, {"reschedule"},
+		{"schedule"}, {"cancel"}, {"reschedule"}, {"status"},
 		{"reconcile"}, {"recorder"}, {"report"}, {"demo"}, {"bench"},
 	} {
 		t.Run(strings.Join(cmd, " "), func(t *testing.T) {

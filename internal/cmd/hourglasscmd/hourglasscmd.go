@@ -10,6 +10,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/reportcmd"
 	"github.com/hourglass/hourglass/internal/cmd/routercmd"
 	"github.com/hourglass/hourglass/internal/cmd/schedulecmd"
+	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/cmd/topicscmd"
 
 	"context"
@@ -35,6 +36,7 @@ Commands:
   schedule    schedule one deadline (a record of a delay topic)
   cancel      cancel a task's deadlines (a record of the cancellations topic)
   reschedule  move a task's deadline: cancel and schedule in one transaction
+  status      show where a task is: waiting, forwarded, closed, cancelled or dead-lettered
   dlq         list and replay dead letters
   reconcile   close overdue unpaid orders the pipeline missed (scans the order table)
   recorder    run the recorder service: outcome events into ClickHouse
@@ -53,6 +55,7 @@ var subcommands = map[string]service.Command{
 	"schedule":   schedulecmd.Schedule,
 	"cancel":     schedulecmd.Cancel,
 	"reschedule": schedulecmd.Reschedule,
+	"status":     statuscmd.Run,
 	"dlq":        dlqcmd.Run,
 	"reconcile":  reconcilecmd.Run,
 	"recorder":   recordercmd.Run,

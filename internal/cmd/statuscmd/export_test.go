@@ -1,0 +1,11 @@
+package statuscmd
+
+import "time"
+
+// SetProgress sets when a read reports its progress (see farRecords) and
+// returns how to restore it. Tests that call it must not run in parallel.
+func SetProgress(far int64, every time.Duration) (restore func()) {
+	oldFar, oldEvery := farRecords, progressEvery
+	farRecords, progressEvery = far, every
+	return func() { farRecords, progressEvery = oldFar, oldEvery }
+}

@@ -1,0 +1,161 @@
+package statuscmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hourglass/hourglass/internal/cli"
+)
+
+// Status is what status found about a task: the output of --format json.
+// The field names are stable.
+type Status struct {
+	TaskID string `json:"task_id"`
+	NowMs  int64  `json:"now_ms"`
+	// SinceMs is where the reads began (--since before now).
+	SinceMs int64 `json:"since_ms"`
+	// Complete is set when every partition was read to its end and
+	// ClickHouse, when asked, answered: a status that is not complete may
+	// miss records.
+	Complete  bool       `json:"complete"`
+	Deadlines []Deadline `json:"deadlines"`
+	// Events are the task's records and ClickHouse rows, by time.
+	Events []Event      `json:"events"`
+	Read   []*PartRead  `json:"read"`
+	CH     *ClickHouseQ `json:"clickhouse,omitempty"`
+}
+
+// ClickHouseQ is what the ClickHouse query found.
+type ClickHouseQ struct {
+	Database string `json:"database"`
+	// Rows counts the attempts ClickHouse holds; Only those of them that
+	// no outcome event read from Kafka showed.
+	Rows  int    `json:"rows"`
+	Only  int    `json:"only_in_clickhouse"`
+	Error string `json:"error,omitempty"`
+}
+
+// render writes st as text or JSON.
+func render(w io.Writer, st *Status, format string) error {
+	if format == "json" {
+		b, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(cli.EscapeJSON(b), '\n'))
+		return err
+	}
+	return renderText(w, st)
+}
+
+// renderText writes st for a person: the deadlines, the timeline and what
+// was read. Strings from records go through cli.Quote.
+func renderText(w io.Writer, st *Status) error {
+	fmt.Fprintf(w, "task %s\n", cli.Quote(st.TaskID))
+	if len(st.Deadlines) == 0 {
+		fmt.Fprintf(w, "  no records of it since %s\n", stamp(st.SinceMs))
+	}
+	for _, d := range st.Deadlines {
+		name := "deadline " + stamp(d.DeadlineMs)
+		if d.DeadlineMs == 0 {
+			name = "deadline unknown"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", name, d.Summary)
+	}
+	if len(st.Events) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tEVENT\tRECORD\tDETAIL")
+		for i := range st.Events {
+			e := &st.Events[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(e.TimeMs), label(e), e.where(), eventDetail(e))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, readText(st))
+	return nil
+}
+
+// label names an event in the timeline.
+func label(e *Event) string {
+	switch {
+	case e.Type == TypeDelay && e.Attempt > 1 && e.Hops == 0:
+		return "retry"
+	case e.Type == TypeDelay && e.Hops > 0:
+		return "hop"
+	case e.Type == TypeDelay:
+		return "scheduled"
+	case e.Type == TypeCancellation && e.Withdrawn:
+		return "withdrawal"
+	case e.Type == TypeOutcome && e.Outcome != "":
+		return "outcome " + cli.Quote(e.Outcome)
+	}
+	return strings.ReplaceAll(e.Type, "_", " ")
+}
+
+// eventDetail is the detail column of an event.
+func eventDetail(e *Event) string {
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	if e.Type == TypeCancellation {
+		switch {
+		case e.Withdrawn:
+			add("withdraws the task's cancellation")
+		case e.DueMs != 0:
+			add("the deadline due %s", stamp(e.DueMs))
+		default:
+			add("every deadline scheduled until then")
+		}
+	} else if e.DueMs != 0 {
+		add("due %s", stamp(e.DueMs))
+	}
+	if e.Attempt > 1 {
+		add("attempt %d", e.Attempt)
+	}
+	for _, f := range []struct{ name, v string }{
+		{"kind", e.Kind}, {"target", e.Target}, {"path", e.Path}, {"reason", e.Reason},
+		{"detail", e.Detail}, {"error", e.Error}, {"of", e.Of}, {"invalid", e.Invalid},
+	} {
+		if f.v != "" {
+			add("%s %s", f.name, cli.Quote(f.v))
+		}
+	}
+	if e.InClickHouse {
+		add("in ClickHouse too")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// readText says what was read, and what was not.
+func readText(st *Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "read since %s:\n", stamp(st.SinceMs))
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, p := range st.Read {
+		switch {
+		case p.Missing:
+			fmt.Fprintf(tw, "  %s\tdoes not exist\n", p.Topic)
+		case p.Error != "":
+			fmt.Fprintf(tw, "  %s\tnot read: %s\n", p, cli.Quote(p.Error))
+		default:
+			note := ""
+			if !p.Complete {
+				note = " (incomplete)"
+			}
+			fmt.Fprintf(tw, "  %s\t%d/%d records read, %d of the task%s\n", p, p.Read, p.total(), p.Matched, note)
+		}
+	}
+	tw.Flush()
+	if c := st.CH; c != nil && c.Error != "" {
+		fmt.Fprintf(&b, "clickhouse: %s\n", cli.Quote(c.Error))
+	} else if c != nil {
+		fmt.Fprintf(&b, "clickhouse %s: %d attempts, %d of them not among the outcome events read from Kafka\n", c.Database, c.Rows, c.Only)
+	}
+	return b.String()
+}

@@ -1,0 +1,248 @@
+package statuscmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/kafka"
+)
+
+// Progress on stderr: a read of more than farRecords offsets in all is
+// announced, and then reported every progressEvery until it ends.
+// Variables for tests.
+var (
+	farRecords    int64 = 10_000
+	progressEvery       = time.Second
+)
+
+// source is a topic status reads, and what it holds.
+type source struct {
+	topic string
+	role  string // one of the role constants
+}
+
+// Roles of the topics status reads.
+const (
+	roleDelay         = "delay"
+	roleTarget        = "target"
+	roleOutcomes      = "outcomes"
+	roleDeadLetter    = "dead_letter"
+	roleCancellations = "cancellations"
+)
+
+// PartRead is what status read of one partition: the partition the task
+// id's records go to in one topic.
+type PartRead struct {
+	Topic     string `json:"topic"`
+	Role      string `json:"role"`
+	Partition int32  `json:"partition"`
+	// FromOffset is the first offset at or after --since; EndOffset the
+	// last stable offset when the read began.
+	FromOffset int64 `json:"from_offset"`
+	EndOffset  int64 `json:"end_offset"`
+	// Read counts the offsets read, Matched the records of the task.
+	Read    int64 `json:"records_read"`
+	Matched int   `json:"records_matched"`
+	// Complete is set when the partition was read up to EndOffset.
+	Complete bool `json:"complete"`
+	// Missing is set when the topic does not exist.
+	Missing bool   `json:"missing,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// total is the number of offsets to read.
+func (p *PartRead) total() int64 { return p.EndOffset - p.FromOffset }
+
+func (p *PartRead) String() string { return fmt.Sprintf("%s[%d]", p.Topic, p.Partition) }
+
+// found is a record of the task and the role of its topic.
+type found struct {
+	rec  *kgo.Record
+	role string
+}
+
+// reader reads the task's partitions of topics.
+type reader struct {
+	opts     []kgo.Opt
+	adm      *kadm.Client
+	key      []byte
+	progress io.Writer
+}
+
+// read reads, in each of srcs, the partition of r.key from the first
+// offset at or after from up to the last stable offset, and returns the
+// records of the key. It stops when ctx is done, leaving the partitions
+// not read to their end incomplete; it returns an error only when it could
+// not start.
+func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]found, []*PartRead, error) {
+	parts, err := r.plan(ctx, srcs, from)
+	if err != nil {
+		return nil, nil, err
+	}
+	consume := map[string]map[int32]kgo.Offset{}
+	var total int64
+	for _, p := range parts {
+		if p.Missing || p.Complete {
+			continue
+		}
+		consume[p.Topic] = map[int32]kgo.Offset{p.Partition: kgo.NewOffset().At(p.FromOffset)}
+		total += p.total()
+	}
+	if len(consume) == 0 {
+		return nil, parts, nil
+	}
+	if total > farRecords {
+		fmt.Fprintf(r.progress, "status: reading %d records in %d partitions since %s (--since narrows the read, --timeout bounds it)\n",
+			total, len(consume), from.UTC().Format(time.RFC3339))
+	}
+	// Control records (transaction markers) take offsets too: a partition
+	// may end on one.
+	opts := append(slices.Clip(r.opts), kafka.ReaderOpts(0)...)
+	cl, err := kgo.NewClient(append(opts, kgo.KeepControlRecords(), kgo.ConsumePartitions(consume))...)
+	if err != nil {
+		return nil, parts, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	recs := r.poll(ctx, cl, parts, total > farRecords)
+	return recs, parts, nil
+}
+
+// plan returns the partition to read of each source: where --since starts
+// it and where it ends.
+func (r *reader) plan(ctx context.Context, srcs []source, from time.Time) ([]*PartRead, error) {
+	names := make([]string, len(srcs))
+	for i, s := range srcs {
+		names[i] = s.topic
+	}
+	tds, err := r.adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	starts, err := r.adm.ListOffsetsAfterMilli(ctx, from.UnixMilli(), names...)
+	if err != nil && !partial(err) {
+		return nil, fmt.Errorf("offsets after %s: %w", from.UTC().Format(time.RFC3339), err)
+	}
+	ends, err := r.adm.ListCommittedOffsets(ctx, names...)
+	if err != nil && !partial(err) {
+		return nil, fmt.Errorf("end offsets: %w", err)
+	}
+	parts := make([]*PartRead, 0, len(srcs))
+	for _, s := range srcs {
+		p := &PartRead{Topic: s.topic, Role: s.role, Partition: -1}
+		parts = append(parts, p)
+		td, ok := tds[s.topic]
+		if !ok || td.Err != nil || len(td.Partitions) == 0 {
+			p.Missing, p.Complete = true, true
+			continue
+		}
+		p.Partition = kafka.KeyPartition(s.topic, r.key, len(td.Partitions))
+		st, sok := starts.Lookup(s.topic, p.Partition)
+		en, eok := ends.Lookup(s.topic, p.Partition)
+		switch {
+		case !sok || !eok || st.Err != nil || en.Err != nil:
+			p.Error = fmt.Sprintf("offsets of %s: %v", p, errors.Join(st.Err, en.Err, errIf(!sok || !eok, "not listed")))
+		case st.Offset >= en.Offset:
+			p.FromOffset, p.EndOffset, p.Complete = en.Offset, en.Offset, true
+		default:
+			p.FromOffset, p.EndOffset = st.Offset, en.Offset
+		}
+	}
+	return parts, nil
+}
+
+// partial reports whether err is kadm's report that only some brokers
+// answered: what they did answer is used.
+func partial(err error) bool {
+	var se *kadm.ShardErrors
+	return errors.As(err, &se) && !se.AllFailed
+}
+
+// errIf returns an error with text when cond holds.
+func errIf(cond bool, text string) error {
+	if cond {
+		return errors.New(text)
+	}
+	return nil
+}
+
+// poll reads cl's partitions until each reaches its end offset or ctx is
+// done (its deadline, --timeout, bounds the loop), and returns the
+// records of r.key. With progress, it reports every progressEvery.
+func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, progress bool) []found {
+	left := map[string]*PartRead{}
+	for _, p := range parts {
+		if !p.Missing && !p.Complete && p.Error == "" {
+			left[p.Topic] = p
+		}
+	}
+	var out []found
+	last := time.Now()
+	for len(left) > 0 && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, progressEvery)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		r.fetchErrors(cl, fs, left)
+		for it := fs.RecordIter(); !it.Done(); {
+			rec := it.Next()
+			p, ok := left[rec.Topic]
+			if !ok || rec.Offset >= p.EndOffset {
+				continue
+			}
+			p.Read = rec.Offset - p.FromOffset + 1
+			if !rec.Attrs.IsControl() && string(rec.Key) == string(r.key) {
+				p.Matched++
+				out = append(out, found{rec: rec, role: p.Role})
+			}
+			if rec.Offset >= p.EndOffset-1 {
+				p.Read, p.Complete = p.total(), true
+				delete(left, rec.Topic)
+				cl.PauseFetchPartitions(map[string][]int32{rec.Topic: {p.Partition}})
+			}
+		}
+		if progress && len(left) > 0 && time.Since(last) >= progressEvery {
+			last = time.Now()
+			r.report(parts)
+		}
+	}
+	return out
+}
+
+// fetchErrors notes the errors of a poll: a batch too large to
+// decompress is skipped and reported; any other error ends the read of
+// its partition.
+func (r *reader) fetchErrors(cl *kgo.Client, fs kgo.Fetches, left map[string]*PartRead) {
+	fs.EachError(func(topic string, partition int32, err error) {
+		p, ok := left[topic]
+		if !ok || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if big := kafka.SkipBatch(cl, err); big != nil {
+			fmt.Fprintf(r.progress, "status: skipped a batch of %s: %v\n", p, kafka.SkippedBatch(big))
+			p.Read = min(big.NextOffset, p.EndOffset) - p.FromOffset
+			if big.NextOffset >= p.EndOffset {
+				p.Complete = true
+				delete(left, topic)
+			}
+			return
+		}
+		p.Error = fmt.Sprintf("read %s: %v", p, err)
+		delete(left, topic)
+		cl.PauseFetchPartitions(map[string][]int32{topic: {partition}})
+	})
+}
+
+// report writes the progress of the partitions still being read.
+func (r *reader) report(parts []*PartRead) {
+	for _, p := range parts {
+		if !p.Complete && !p.Missing && p.Error == "" {
+			fmt.Fprintf(r.progress, "status: %s: %d/%d records read\n", p, p.Read, p.total())
+		}
+	}
+}

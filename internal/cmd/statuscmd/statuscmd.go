@@ -1,0 +1,297 @@
+package statuscmd
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/topics"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// Defaults of --since and --timeout.
+const (
+	DefaultSince   = 7 * 24 * time.Hour
+	DefaultTimeout = 30 * time.Second
+)
+
+// maxNamedTargets bounds the other target topics status reads because a
+// delay record of the task names them.
+const maxNamedTargets = 8
+
+const statusUsage = `hourglass status shows where a task is: for each of its deadlines, waiting in
+which tier since when and due when, forwarded when and to which topic, closed
+with which outcome, cancelled (by which cancellation, made before or after
+the due time or the forward), or dead-lettered with which reason; then every
+record of the task by time.
+
+It reads, in each topic the task passes through, the one partition its key
+goes to, from --since ago up to the end, committed records only, and changes
+nothing. --timeout bounds it: a read that did not finish is reported, and
+the command exits 1. With --clickhouse it also looks the task up in
+ClickHouse's outcomes table (the recorder's), which keeps outcomes longer than
+Kafka does. Strings from records are printed as Go string literals when they
+hold control or other non-graphic characters.
+
+Usage: hourglass status ID [flags]
+
+Examples:
+  hourglass status order-42
+  hourglass status order-42 --since 720h --format json
+  hourglass status order-42 --clickhouse --clickhouse-addr 127.0.0.1:9000
+
+` + cli.FlagsHeading + "\n"
+
+// options are the flags of status.
+type options struct {
+	kc                   kafka.Config
+	ch                   chstore.Config
+	id, prefix, rawTiers string
+	outcomes, deadLetter string
+	format               string
+	targets              []string
+	since, timeout       time.Duration
+	clickhouse           bool
+	table                tiers.Table
+}
+
+// register registers the flags of status on fs.
+func (o *options) register(fs *cli.FlagSet) {
+	o.kc.RegisterFlags(fs, "hourglass-status")
+	fs.StringVar(&o.prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
+	topics.TiersVar(fs, &o.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: their topics are read")
+	fs.StringsVar(&o.targets, "topics", cli.Env("topics"), nil, "target `topics`, comma-separated (default <prefix>cancel); a target a delay record of the task names is read too")
+	fs.StringVar(&o.outcomes, "outcomes-topic", cli.Env("outcomes-topic"), "", "outcome `topic` (default <prefix>outcomes)")
+	fs.StringVar(&o.deadLetter, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.DurationVar(&o.since, "since", "", DefaultSince, "read the records of this `duration` up to now")
+	fs.DurationVar(&o.timeout, "timeout", "", DefaultTimeout, "bound on the whole command; what is not read by then is reported as incomplete")
+	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
+	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "also look the task up in ClickHouse's outcomes table (--clickhouse-* flags)")
+	o.ch.RegisterFlags(fs)
+}
+
+// validate reports every problem with the flags and sets the defaults
+// derived from --topic-prefix.
+func (o *options) validate(fs *cli.FlagSet) service.Checks {
+	errs := service.Checks(o.kc.Validate(fs))
+	o.table = errs.Tiers(o.rawTiers)
+	o.outcomes = cmp.Or(o.outcomes, tiers.OutcomesTopic(o.prefix))
+	o.deadLetter = cmp.Or(o.deadLetter, tiers.DeadLetterTopic(o.prefix))
+	if len(o.targets) == 0 {
+		o.targets = []string{tiers.CancelTopic(o.prefix)}
+	}
+	for _, f := range []struct {
+		flag  string
+		names []string
+	}{
+		{"topic-prefix", []string{tiers.CancellationsTopic(o.prefix)}}, {"topics", o.targets},
+		{"outcomes-topic", []string{o.outcomes}}, {"dlq-topic", []string{o.deadLetter}},
+	} {
+		for _, n := range f.names {
+			if err := tiers.ValidTopic(n); err != nil {
+				errs.Add(f.flag, "%v", err)
+			}
+		}
+	}
+	if o.since <= 0 {
+		errs.Add("since", "%v: must be positive", o.since)
+	}
+	if o.timeout <= 0 {
+		errs.Add("timeout", "%v: must be positive", o.timeout)
+	}
+	if o.format != "text" && o.format != "json" {
+		errs.Add("format", "%q: want text or json", o.format)
+	}
+	if o.clickhouse {
+		errs = append(errs, o.ch.WithDefaults().Validate()...)
+	}
+	return errs
+}
+
+// parse parses the command line: flags and the task id, anywhere among
+// them ("--" before an id that begins with a dash).
+func parse(args []string, stderr io.Writer) (*options, error) {
+	var o options
+	fs := cli.NewFlagSet("status", statusUsage)
+	fs.SetOutput(stderr)
+	fs.Interspersed()
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, service.UsageError{Err: err}
+	}
+	switch rest := fs.Args(); {
+	case len(rest) == 0:
+		return nil, service.UsageError{Err: fs.BadArgs("no task id given: hourglass status ID")}
+	case len(rest) > 1:
+		return nil, service.UsageError{Err: fs.BadArgs("unexpected arguments %q: give one task id", rest[1:])}
+	case rest[0] == "":
+		return nil, service.UsageError{Err: fs.BadArgs("the task id is empty")}
+	default:
+		o.id = rest[0]
+	}
+	if err := fs.Explain(o.validate(fs)); err != nil {
+		return nil, service.UsageError{Err: err}
+	}
+	return &o, nil
+}
+
+// Run is the `hourglass status` command.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := collect(ctx, o, stderr, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := render(stdout, st, o.format); err != nil {
+		return err
+	}
+	if !st.Complete {
+		return incomplete(st, o.timeout)
+	}
+	return nil
+}
+
+// closeReserve is the part of --timeout, at most a second, left after the
+// reads stop for closing the connections, which waits for a fetch in
+// flight (its wait is bounded by as much).
+func closeReserve(timeout time.Duration) time.Duration {
+	return min(timeout/5, time.Second)
+}
+
+// collect reads what the topics and, with --clickhouse, ClickHouse hold
+// of the task, within --timeout. ClickHouse is asked while Kafka is read.
+func collect(ctx context.Context, o *options, progress io.Writer, now time.Time) (*Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	from := now.Add(-o.since)
+	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), Events: []Event{}}
+	ch := make(chan func(*Status), 1)
+	if o.clickhouse {
+		go func() { ch <- queryClickHouse(ctx, o.ch, o.id, from) }()
+	} else {
+		ch <- func(*Status) {}
+	}
+	deadline, _ := ctx.Deadline()
+	readCtx, cancelRead := context.WithDeadline(ctx, deadline.Add(-closeReserve(o.timeout)))
+	defer cancelRead()
+	got, reads, err := readKafka(readCtx, o, progress, from)
+	merge := <-ch
+	if err != nil {
+		return nil, fmt.Errorf("status %s: %w", o.id, err)
+	}
+	st.Read = reads
+	for _, f := range got {
+		st.Events = append(st.Events, decode(f, o.prefix))
+	}
+	merge(st)
+	slices.SortStableFunc(st.Events, func(a, b Event) int { return byTime(&a, &b) })
+	st.Deadlines = deadlines(st.Events, now)
+	st.Complete = !slices.ContainsFunc(reads, func(p *PartRead) bool { return !p.Complete || p.Error != "" }) &&
+		(st.CH == nil || st.CH.Error == "")
+	return st, nil
+}
+
+// readKafka reads the task's records since from: the topics of the flags,
+// then the targets its delay records name.
+func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Time) ([]found, []*PartRead, error) {
+	opts, err := o.kc.Opts()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = append(opts, kgo.FetchMaxWait(closeReserve(o.timeout)))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	r := &reader{opts: opts, adm: kadm.NewClient(cl), key: []byte(o.id), progress: progress}
+	srcs := o.sources()
+	got, reads, err := r.read(ctx, srcs, from)
+	if err != nil {
+		return nil, nil, err
+	}
+	if extra := namedTargets(got, srcs); len(extra) > 0 {
+		more, moreReads, err := r.read(ctx, extra, from)
+		if err != nil {
+			return nil, nil, err
+		}
+		got, reads = append(got, more...), append(reads, moreReads...)
+	}
+	return got, reads, nil
+}
+
+// sources are the topics status reads, each once.
+func (o *options) sources() []source {
+	var out []source
+	add := func(topic, role string) {
+		if !slices.ContainsFunc(out, func(s source) bool { return s.topic == topic }) {
+			out = append(out, source{topic, role})
+		}
+	}
+	for _, t := range o.table.Topics(o.prefix) {
+		add(t, roleDelay)
+	}
+	for _, t := range o.targets {
+		add(t, roleTarget)
+	}
+	add(o.outcomes, roleOutcomes)
+	add(o.deadLetter, roleDeadLetter)
+	add(tiers.CancellationsTopic(o.prefix), roleCancellations)
+	return out
+}
+
+// namedTargets are the targets the task's delay records name that are not
+// among srcs, at most maxNamedTargets.
+func namedTargets(got []found, srcs []source) []source {
+	var out []source
+	for _, f := range got {
+		if f.role != roleDelay {
+			continue
+		}
+		v, ok := tiers.Header(f.rec.Headers, tiers.HeaderTarget)
+		t := string(v)
+		if !ok || tiers.ValidTopic(t) != nil || len(out) >= maxNamedTargets ||
+			slices.ContainsFunc(srcs, func(s source) bool { return s.topic == t }) ||
+			slices.ContainsFunc(out, func(s source) bool { return s.topic == t }) {
+			continue
+		}
+		out = append(out, source{t, roleTarget})
+	}
+	return out
+}
+
+// incomplete is the error of a status that may miss records.
+func incomplete(st *Status, timeout time.Duration) error {
+	var why []string
+	for _, p := range st.Read {
+		switch {
+		case p.Error != "":
+			why = append(why, p.Error)
+		case !p.Complete:
+			why = append(why, fmt.Sprintf("%s read %d of %d records", p, p.Read, p.total()))
+		}
+	}
+	if st.CH != nil && st.CH.Error != "" {
+		why = append(why, "clickhouse: "+st.CH.Error)
+	}
+	return fmt.Errorf("status of %s is incomplete (--timeout %v; a shorter --since reads less): %s", cli.Quote(st.TaskID), timeout, strings.Join(why, "; "))
+}
