@@ -115,7 +115,7 @@ func partitionCounts(ctx context.Context, adm *kadm.Client, names []string) (map
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return nil, fmt.Errorf("topics %s do not exist: create the pipeline's topics first (the --topic-prefix and --tiers must be the router's)", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("topics %s do not exist: create the pipeline's topics first, and check --topic-prefix, --tiers and --target against the router's", strings.Join(missing, ", "))
 	}
 	return out, nil
 }

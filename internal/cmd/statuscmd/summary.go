@@ -58,7 +58,7 @@ func summary(d *Deadline, now time.Time) string {
 	case StateRetrying:
 		fmt.Fprintf(&b, "attempt %d failed at %s and is to be retried: %s", max(d.Attempt, 1), stamp(d.SinceMs), cli.Quote(d.Error))
 	case StateClosed:
-		fmt.Fprintf(&b, "%sclosed at %s: %s", attempt, stamp(d.SinceMs), cli.Quote(d.Outcome))
+		fmt.Fprintf(&b, "%sclosed at %s, outcome %s", attempt, stamp(d.SinceMs), cli.Quote(d.Outcome))
 		if d.Detail != "" {
 			fmt.Fprintf(&b, " (%s)", cli.Quote(d.Detail))
 		}
