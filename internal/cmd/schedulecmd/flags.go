@@ -115,7 +115,11 @@ func partitionCounts(ctx context.Context, adm *kadm.Client, names []string) (map
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return nil, fmt.Errorf("topics %s do not exist: create the pipeline's topics first, and check --topic-prefix, --tiers and --target against the router's", strings.Join(missing, ", "))
+		what := "topics " + strings.Join(missing, ", ") + " do not exist"
+		if len(missing) == 1 {
+			what = "topic " + missing[0] + " does not exist"
+		}
+		return nil, fmt.Errorf("%s: create the pipeline's topics first, or check the flags that name them (--topic-prefix, --tiers, --target)", what)
 	}
 	return out, nil
 }

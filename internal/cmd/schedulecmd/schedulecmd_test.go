@@ -247,7 +247,7 @@ func TestMissingTopic(t *testing.T) {
 	t.Parallel()
 	flags := []string{"--brokers", strings.Join(cluster.ListenAddrs(), ","), "--topic-prefix", "nothing.here."}
 	_, _, err := cmdtest.Run(t, schedulecmd.Cancel, append(flags, "--id", "1")...)
-	if err == nil || !strings.Contains(err.Error(), "nothing.here.cancellations do not exist") {
+	if err == nil || !strings.Contains(err.Error(), "topic nothing.here.cancellations does not exist") {
 		t.Errorf("error %v, want one naming the missing topic", err)
 	}
 }
