@@ -286,11 +286,13 @@ func cancellation(d *Deadline, m milestones, cancels []*Event) *CancelRef {
 	return ref
 }
 
-// covers reports whether cancellation c calls off d: it is not withdrawn,
-// was made at or after d was scheduled, and names every deadline or d's.
+// covers reports whether cancellation c calls off d, as the router judges
+// it (tiers.Cancellation.Covers): it is not withdrawn, was made at or
+// after d was scheduled, and names every deadline or d's (its original due
+// time, which a retry keeps).
 func covers(c *Event, d *Deadline) bool {
 	if c.Withdrawn || c.Invalid != "" || (d.ScheduledMs != 0 && d.ScheduledMs > c.TimeMs) {
 		return false
 	}
-	return c.DueMs == 0 || c.DueMs == d.DeadlineMs || c.DueMs == d.DueMs
+	return c.DueMs == 0 || c.DueMs == d.DeadlineMs
 }

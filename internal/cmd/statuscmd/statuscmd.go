@@ -61,6 +61,7 @@ type options struct {
 	ch                   chstore.Config
 	id, prefix, rawTiers string
 	outcomes, deadLetter string
+	cancellations        string
 	format               string
 	targets              []string
 	since, timeout       time.Duration
@@ -76,6 +77,7 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.StringsVar(&o.targets, "topics", cli.Env("topics"), nil, "target `topics`, comma-separated (default <prefix>cancel); a target a delay record of the task names is read too")
 	fs.StringVar(&o.outcomes, "outcomes-topic", cli.Env("outcomes-topic"), "", "outcome `topic` (default <prefix>outcomes)")
 	fs.StringVar(&o.deadLetter, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
+	fs.StringVar(&o.cancellations, "cancellations-topic", cli.Env("cancellations-topic"), "", "compacted `topic` of cancellations (default <prefix>cancellations)")
 	fs.DurationVar(&o.since, "since", "", DefaultSince, "read the records of this `duration` up to now")
 	fs.DurationVar(&o.timeout, "timeout", "", DefaultTimeout, "bound on the whole command; what is not read by then is reported as incomplete")
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
@@ -90,6 +92,7 @@ func (o *options) validate(fs *cli.FlagSet) service.Checks {
 	o.table = errs.Tiers(o.rawTiers)
 	o.outcomes = cmp.Or(o.outcomes, tiers.OutcomesTopic(o.prefix))
 	o.deadLetter = cmp.Or(o.deadLetter, tiers.DeadLetterTopic(o.prefix))
+	o.cancellations = cmp.Or(o.cancellations, tiers.CancellationsTopic(o.prefix))
 	if len(o.targets) == 0 {
 		o.targets = []string{tiers.CancelTopic(o.prefix)}
 	}
@@ -97,8 +100,8 @@ func (o *options) validate(fs *cli.FlagSet) service.Checks {
 		flag  string
 		names []string
 	}{
-		{"topic-prefix", []string{tiers.CancellationsTopic(o.prefix)}}, {"topics", o.targets},
-		{"outcomes-topic", []string{o.outcomes}}, {"dlq-topic", []string{o.deadLetter}},
+		{"topics", o.targets}, {"outcomes-topic", []string{o.outcomes}},
+		{"dlq-topic", []string{o.deadLetter}}, {"cancellations-topic", []string{o.cancellations}},
 	} {
 		for _, n := range f.names {
 			if err := tiers.ValidTopic(n); err != nil {
@@ -255,7 +258,7 @@ func (o *options) sources() []source {
 	}
 	add(o.outcomes, roleOutcomes)
 	add(o.deadLetter, roleDeadLetter)
-	add(tiers.CancellationsTopic(o.prefix), roleCancellations)
+	add(o.cancellations, roleCancellations)
 	return out
 }
 
