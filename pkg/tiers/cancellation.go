@@ -120,7 +120,7 @@ var ErrLate = errors.New("cancellation acknowledged after the deadline was due")
 // deadline is due guarantees that the deadline never reaches its target;
 // one acknowledged later returns an error wrapping ErrLate.
 func (s *Scheduler) Cancel(ctx context.Context, id string, due time.Time) error {
-	r, err := BuildCancellation(s.prefix, Cancellation{ID: id, At: s.now(), Due: due})
+	r, err := s.cancellation(Cancellation{ID: id, At: s.now(), Due: due})
 	if err != nil {
 		return err
 	}
@@ -128,6 +128,15 @@ func (s *Scheduler) Cancel(ctx context.Context, id string, due time.Time) error 
 		return fmt.Errorf("cancel %s: %w", id, err)
 	}
 	return s.late(id, due)
+}
+
+// cancellation builds the record of c on the Scheduler's topic.
+func (s *Scheduler) cancellation(c Cancellation) (*kgo.Record, error) {
+	r, err := BuildCancellation(s.prefix, c)
+	if err == nil && s.cancellations != "" {
+		r.Topic = s.cancellations
+	}
+	return r, err
 }
 
 func (s *Scheduler) late(id string, due time.Time) error {
@@ -146,7 +155,7 @@ func (s *Scheduler) late(id string, due time.Time) error {
 // an error, t may not be scheduled; call Reschedule again.
 func (s *Scheduler) Reschedule(ctx context.Context, t Task, from time.Time) error {
 	now := s.now()
-	c, err := BuildCancellation(s.prefix, Cancellation{ID: t.ID, At: now, Due: from})
+	c, err := s.cancellation(Cancellation{ID: t.ID, At: now, Due: from})
 	if err != nil {
 		return err
 	}

@@ -188,3 +188,31 @@ func readAll(t *testing.T, cl *kgo.Client, topic string, want int) []*kgo.Record
 	}
 	return out
 }
+
+// TestSchedulerCancellationsTopic: WithCancellationsTopic sends Cancel to
+// the router's --cancellations-topic.
+func TestSchedulerCancellationsTopic(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "shop.cancels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	s, err := NewScheduler(cl, DefaultTable(), WithCancellationsTopic("shop.cancels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Cancel(ctx, "order-1", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := readAll(t, cl, "shop.cancels", 1)[0]; string(r.Key) != "order-1" {
+		t.Errorf("record %+v, want the cancellation of order-1", r)
+	}
+}

@@ -34,10 +34,11 @@ type Task struct {
 // Scheduler produces tasks into the right delay topic. It is safe for
 // concurrent use. Create one with NewScheduler.
 type Scheduler struct {
-	cl     *kgo.Client
-	table  Table
-	prefix string
-	now    func() time.Time
+	cl            *kgo.Client
+	table         Table
+	prefix        string
+	cancellations string // the topic of Cancel and Reschedule; "": CancellationsTopic(prefix)
+	now           func() time.Time
 }
 
 // SchedulerOpt configures a Scheduler.
@@ -45,6 +46,13 @@ type SchedulerOpt func(*Scheduler)
 
 // WithPrefix sets the topic prefix; the default is DefaultPrefix.
 func WithPrefix(prefix string) SchedulerOpt { return func(s *Scheduler) { s.prefix = prefix } }
+
+// WithCancellationsTopic sets the topic Cancel and Reschedule produce
+// cancellations to (the router's --cancellations-topic); the default is
+// CancellationsTopic of the prefix.
+func WithCancellationsTopic(topic string) SchedulerOpt {
+	return func(s *Scheduler) { s.cancellations = topic }
+}
 
 // WithClock sets the clock used to compute remaining delays and the scheduled
 // time; the default is time.Now.

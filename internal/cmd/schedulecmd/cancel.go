@@ -49,6 +49,7 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := cli.NewFlagSet("cancel", cancelUsage)
 	fs.SetOutput(stderr)
 	c.register(fs, "hourglass-cancel")
+	c.registerCancellations(fs)
 	fs.StringVar(&rawDue, "due", "", "", "only the deadline due at this `time`: RFC 3339 or unix milliseconds (default: every deadline of the task)")
 	fs.BoolVar(&withdraw, "withdraw", "", false, "withdraw the task's cancellation instead")
 	err := c.parse(fs, args, func(errs *service.Checks) {
@@ -67,7 +68,7 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	topic := tiers.CancellationsTopic(c.prefix)
+	topic := c.cancellationsTopic()
 	cl, parts, err := c.client(ctx, []string{topic})
 	if err != nil {
 		return err
@@ -75,10 +76,10 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer cl.Close()
 	at := where(topic, c.id, parts)
 	if withdraw {
-		return withdrawCancellation(ctx, cl, c.prefix, c.id, at, stdout)
+		return withdrawCancellation(ctx, cl, topic, c.id, at, stdout)
 	}
 	var clock recordingClock
-	s, err := tiers.NewScheduler(cl, c.table, tiers.WithPrefix(c.prefix), tiers.WithClock(clock.now))
+	s, err := tiers.NewScheduler(cl, c.table, tiers.WithPrefix(c.prefix), tiers.WithCancellationsTopic(topic), tiers.WithClock(clock.now))
 	if err != nil {
 		return err
 	}
@@ -125,12 +126,14 @@ func lateError(lead, id string, err error) error {
 		cli.Quote(id), lead, cli.Quote(id), err)
 }
 
-// withdrawCancellation produces the tombstone of id's cancellation.
-func withdrawCancellation(ctx context.Context, cl *kgo.Client, prefix, id, at string, w io.Writer) error {
-	r, err := tiers.BuildCancellation(prefix, tiers.Cancellation{ID: id, At: time.Now(), Withdrawn: true})
+// withdrawCancellation produces the tombstone of id's cancellation to
+// topic.
+func withdrawCancellation(ctx context.Context, cl *kgo.Client, topic, id, at string, w io.Writer) error {
+	r, err := tiers.BuildCancellation(tiers.DefaultPrefix, tiers.Cancellation{ID: id, At: time.Now(), Withdrawn: true})
 	if err != nil {
 		return err
 	}
+	r.Topic = topic
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("withdraw the cancellation of %s: %w", id, err)
 	}

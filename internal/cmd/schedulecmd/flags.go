@@ -31,6 +31,24 @@ type common struct {
 	table    tiers.Table
 	timeout  time.Duration
 	id       string
+	// cancellations is --cancellations-topic, of cancel and reschedule
+	// only; "": <prefix>cancellations.
+	cancellations string
+}
+
+// registerCancellations registers --cancellations-topic, for the commands
+// that produce cancellations.
+func (c *common) registerCancellations(fs *cli.FlagSet) {
+	fs.StringVar(&c.cancellations, "cancellations-topic", cli.Env("cancellations-topic"), "",
+		"compacted `topic` of cancellations (the router's; default <prefix>cancellations)")
+}
+
+// cancellationsTopic is the topic cancellations go to.
+func (c *common) cancellationsTopic() string {
+	if c.cancellations != "" {
+		return c.cancellations
+	}
+	return tiers.CancellationsTopic(c.prefix)
 }
 
 // register registers the shared flags on fs; clientID is the default of
@@ -55,6 +73,9 @@ func (c *common) validate(fs *cli.FlagSet) service.Checks {
 	}
 	if err := tiers.ValidTopic(tiers.CancellationsTopic(c.prefix)); err != nil {
 		errs.Add("topic-prefix", "%v", err)
+	}
+	if err := tiers.ValidTopic(c.cancellationsTopic()); c.cancellations != "" && err != nil {
+		errs.Add("cancellations-topic", "%v", err)
 	}
 	if c.timeout <= 0 {
 		errs.Add("timeout", "%v: must be positive", c.timeout)

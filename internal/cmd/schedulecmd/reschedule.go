@@ -71,6 +71,7 @@ func parseReschedule(args []string, stderr io.Writer) (*rescheduleArgs, error) {
 	fs := cli.NewFlagSet("reschedule", rescheduleUsage)
 	fs.SetOutput(stderr)
 	a.register(fs, "hourglass-reschedule")
+	a.registerCancellations(fs)
 	f.register(fs)
 	fs.StringVar(&rawFrom, "from", "", "", "only cancel the deadline due at this `time`: RFC 3339 or unix milliseconds (default: every deadline of the task)")
 	fs.StringVar(&a.txnPrefix, "transactional-id-prefix", cli.Env("transactional-id-prefix"), DefaultTransactionalIDPrefix, "`prefix` of the run's transactional id")
@@ -98,7 +99,7 @@ func Reschedule(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	txnID := a.txnPrefix + randomSuffix()
-	cancellations := tiers.CancellationsTopic(a.prefix)
+	cancellations := a.cancellationsTopic()
 	need := append([]string{cancellations}, a.table.Topics(a.prefix)...)
 	if a.task.Target != "" {
 		need = append(need, a.task.Target)
@@ -109,7 +110,7 @@ func Reschedule(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer cl.Close()
 	var clock recordingClock
-	s, err := tiers.NewScheduler(cl, a.table, tiers.WithPrefix(a.prefix), tiers.WithClock(clock.now))
+	s, err := tiers.NewScheduler(cl, a.table, tiers.WithPrefix(a.prefix), tiers.WithCancellationsTopic(cancellations), tiers.WithClock(clock.now))
 	if err != nil {
 		return err
 	}
