@@ -3,6 +3,7 @@ package cancels
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +20,9 @@ import (
 func (r *Reader) consume(ctx context.Context) error {
 	last := time.Now()
 	for {
-		fs := r.cl.PollFetches(ctx)
+		// Small batches: a large Pebble batch is held whole in memory
+		// until it is flushed.
+		fs := r.cl.PollRecords(ctx, applyBatch)
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
@@ -33,10 +36,36 @@ func (r *Reader) consume(ctx context.Context) error {
 		if err := r.apply(fs); err != nil {
 			return err
 		}
+		r.applied.Add(int64(fs.NumRecords()))
 		if time.Since(last) >= progressEvery && r.covered.Load() == 0 {
 			last = time.Now()
 			r.cfg.Logger.Info("still reading cancellations", "topic", r.cfg.Topic, "held", r.store.Len())
 		}
+	}
+}
+
+// release returns the memory of a long read to the OS once the read is
+// over (nothing applied for releaseIdle): reading a million cancellations
+// makes garbage in the hundreds of megabytes, which the runtime would
+// return only slowly, while what the reader keeps is a few megabytes beside
+// the store's cache. Steady traffic never goes idle, and is left to the
+// runtime.
+func (r *Reader) release(ctx context.Context) {
+	t := time.NewTicker(releaseIdle)
+	defer t.Stop()
+	var seen, freed int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := r.applied.Load()
+		if n == seen && n-freed >= freeAfter {
+			freed = n
+			debug.FreeOSMemory()
+		}
+		seen = n
 	}
 }
 

@@ -24,7 +24,14 @@ const (
 	DefaultGrace = time.Hour
 	// defaultFetchBytes bounds one fetch of the topic, so that a rebuild
 	// does not hold kgo's default 50 MiB of fetched records.
-	defaultFetchBytes = 4 << 20
+	defaultFetchBytes = 1 << 20
+	// applyBatch is the most records written to the store in one batch.
+	applyBatch = 1000
+	// freeAfter is how many records a read takes before the reader
+	// returns its garbage to the OS once it is over (see release), and
+	// releaseIdle how long nothing must be read for it to be over.
+	freeAfter   = 50_000
+	releaseIdle = 2 * time.Second
 	// sweepEvery is how often expired cancellations are deleted.
 	sweepEvery = time.Minute
 	// progressEvery is how often a long read of the topic is logged.
@@ -75,7 +82,8 @@ type Reader struct {
 	// progress is signalled (capacity 1) after a batch is applied.
 	progress chan struct{}
 
-	partitionsChecked time.Time // the rounds' goroutine's
+	partitionsChecked time.Time    // the rounds' goroutine's
+	applied           atomic.Int64 // records read so far
 
 	covered  atomic.Int64 // unix ns; every cancellation acknowledged before it is in the store
 	wanted   atomic.Int64 // unix ns a round has been asked to cover
@@ -161,6 +169,7 @@ func (r *Reader) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.rounds(ctx) })
 	wg.Go(func() { r.sweep(ctx) })
+	wg.Go(func() { r.release(ctx) })
 	err := r.consume(ctx)
 	cancel()
 	wg.Wait()

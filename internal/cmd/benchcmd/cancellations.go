@@ -31,6 +31,7 @@ func (r *rig) benchCancellations(ctx context.Context, stdout, stderr io.Writer) 
 	var steps []cancellationStep
 	made := 0
 	due := time.Now().Add(c.pendingDelay)
+	fmt.Fprintf(stderr, "bench: the router serves its metrics at http://%s/metrics\n", r.routerHTTP)
 	for _, step := range c.cancelSteps {
 		n, err := pace(ctx, step-made, c.rate, stderr, nil, nil, func(i int) {
 			rec, err := tiers.BuildCancellation(tiers.DefaultPrefix, tiers.Cancellation{ID: "cancelled-" + strconv.Itoa(made+i), At: time.Now(), Due: due})
