@@ -1,8 +1,8 @@
 package cancels
 
 import (
+	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -95,6 +95,8 @@ func (b *Batch) Commit() error {
 // so that the index holds exactly one entry per cancellation.
 func (s *Store) fill(pb *pebble.Batch, ops []op) (delta int64, err error) {
 	clear(s.seen)
+	cur := cursor{db: s.db}
+	defer cur.close()
 	var k, v []byte
 	for i := range ops {
 		o := &ops[i]
@@ -103,14 +105,14 @@ func (s *Store) fill(pb *pebble.Batch, ops []op) (delta int64, err error) {
 			continue
 		}
 		id := o.c.ID
-		cur, ok := s.seen[id]
+		old, ok := s.seen[id]
 		if !ok {
-			if cur, err = s.current(&k, id); err != nil {
+			if old, err = cur.current(id); err != nil {
 				return 0, err
 			}
 		}
-		if cur.exists {
-			_ = pb.Delete(expiryKey(k[:0], cur.expires, id), nil)
+		if old.exists {
+			_ = pb.Delete(expiryKey(k[:0], old.expires, id), nil)
 		}
 		k = cancelKey(k[:0], id)
 		switch {
@@ -121,10 +123,10 @@ func (s *Store) fill(pb *pebble.Batch, ops []op) (delta int64, err error) {
 			k = expiryKey(k[:0], exp, id)
 			_ = pb.Set(k, nil, nil)
 			s.seen[id] = entry{expires: exp, exists: true}
-			if !cur.exists {
+			if !old.exists {
 				delta++
 			}
-		case cur.exists:
+		case old.exists:
 			_ = pb.Delete(k, nil)
 			s.seen[id] = entry{}
 			delta--
@@ -133,23 +135,45 @@ func (s *Store) fill(pb *pebble.Batch, ops []op) (delta int64, err error) {
 	return delta, nil
 }
 
-// current reads the cancellation of task id from the store, with *key as
-// the buffer of its key.
-func (s *Store) current(key *[]byte, id string) (entry, error) {
-	*key = cancelKey((*key)[:0], id)
-	v, closer, err := s.db.Get(*key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return entry{}, nil
+// cursor reads the current cancellations of the ids a write touches. One
+// iterator serves all of them: a Get for each would set up an iterator over
+// every table each time, which costs more than the seek.
+type cursor struct {
+	db  *pebble.DB
+	it  *pebble.Iterator // nil until the first read
+	key []byte
+}
+
+// current reads the cancellation of task id from the store as it was when
+// the cursor first read.
+func (c *cursor) current(id string) (entry, error) {
+	if c.it == nil {
+		it, err := c.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCancel}, UpperBound: []byte{prefixCancel + 1}})
+		if err != nil {
+			return entry{}, err
+		}
+		c.it = it
 	}
+	c.key = cancelKey(c.key[:0], id)
+	if !c.it.SeekPrefixGE(c.key) || !bytes.Equal(c.it.Key(), c.key) {
+		return entry{}, c.it.Error()
+	}
+	v, err := c.it.ValueAndErr()
 	if err != nil {
 		return entry{}, fmt.Errorf("read %q: %w", id, err)
 	}
-	defer closer.Close()
 	_, exp, err := decodeValue(v)
 	if err != nil {
 		return entry{}, fmt.Errorf("read %q: %w", id, err)
 	}
 	return entry{expires: exp, exists: true}, nil
+}
+
+// close closes the iterator of the cursor.
+func (c *cursor) close() {
+	if c.it != nil {
+		_ = c.it.Close() // its error, if any, was returned by current
+	}
 }
 
 // Sweep deletes the cancellations whose expiry, to the millisecond, is
@@ -188,6 +212,8 @@ func (s *Store) sweepChunk(from, upper []byte) (deleted int, next []byte, err er
 	defer it.Close()
 	pb := s.db.NewBatch()
 	defer pb.Close()
+	cur := cursor{db: s.db}
+	defer cur.close()
 	var k []byte
 	seen := 0
 	for valid := it.First(); valid; valid = it.Next() {
@@ -202,11 +228,11 @@ func (s *Store) sweepChunk(from, upper []byte) (deleted int, next []byte, err er
 			continue // not an index entry: drop it
 		}
 		exp, id := int64(binary.BigEndian.Uint64(key[1:9])^(1<<63)), string(key[9:])
-		cur, err := s.current(&k, id)
+		c, err := cur.current(id)
 		if err != nil {
 			return 0, nil, err
 		}
-		if cur.exists && cur.expires == exp {
+		if c.exists && c.expires == exp {
 			_ = pb.Delete(cancelKey(k[:0], id), nil)
 			deleted++
 		}
