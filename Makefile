@@ -50,6 +50,10 @@ bench: build ## pipeline benchmark: 200,000 mixed-delay orders at 10,000/s (ORDE
 bench-memory: build ## router RSS while pending deadlines grow from 10,000 to 1,000,000 (fails above 10 MB of growth)
 	$(BIN)/hourglass bench --pending-steps 10000,100000,1000000 --rate 50000 --max-growth-mb 10
 
+.PHONY: bench-cancellations
+bench-cancellations: build ## router RSS while its store of cancellations grows from 10,000 to 1,000,000 (fails above 10 MB of growth)
+	$(BIN)/hourglass bench --cancellation-steps 10000,1000000 --rate 50000 --max-growth-mb 10
+
 .PHONY: bench-kill
 bench-kill: build ## SIGKILL the router mid-run (PROCESS=canceller for the canceller), with and without an instance id
 	$(BIN)/hourglass bench --orders 20000 --rate 2000 --kill $(or $(PROCESS),router) --instance-ids
