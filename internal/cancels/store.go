@@ -311,17 +311,21 @@ func (s *Store) Offsets() (map[int32]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cancels: read offsets: %w", err)
 	}
+	defer it.Close() // its error, if any, is it.Error's
 	offsets := map[int32]int64{}
 	for valid := it.First(); valid; valid = it.Next() {
-		k, v := it.Key(), it.Value()
+		k := it.Key()
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("cancels: read offsets: %w", err)
+		}
 		next, n := binary.Varint(v)
 		if len(k) != 5 || n <= 0 || n != len(v) {
-			_ = it.Close()
 			return nil, fmt.Errorf("cancels: read offsets: key %x: %w", k, errCorrupt)
 		}
 		offsets[int32(binary.BigEndian.Uint32(k[1:]))] = next
 	}
-	if err := it.Close(); err != nil {
+	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("cancels: read offsets: %w", err)
 	}
 	return offsets, nil

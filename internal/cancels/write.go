@@ -39,7 +39,8 @@ func (s *Store) NewBatch() *Batch { return &Batch{s: s} }
 
 // Put sets the cancellation of task c.ID, replacing its earlier one, and
 // its expiry: the time after which it can no longer matter, when Sweep may
-// delete it. A withdrawn c (a tombstone) is Withdraw(c.ID).
+// delete it (a zero expires is long past). A withdrawn c (a tombstone) is
+// Withdraw(c.ID).
 func (b *Batch) Put(c tiers.Cancellation, expires time.Time) {
 	if c.Withdrawn {
 		b.Withdraw(c.ID)
