@@ -148,7 +148,7 @@ func checkConfig(t *testing.T, where, bin, command string, h commandHelp, o obje
 		env[k] = r.remap(v)
 		pathRefs = append(pathRefs, v)
 	}
-	pathRefs = append(pathRefs, r.writeVolumes(t, where, c, ps, configMaps)...)
+	pathRefs = append(pathRefs, r.writeVolumes(t, where, o, c, ps, configMaps)...)
 	r.writeNamedFiles(t, pathRefs)
 	runCheckConfig(t, where, bin, command, h, r.dir, env)
 }
@@ -176,7 +176,15 @@ func newConfigRoot(t *testing.T, c ctr, certPEM, keyPEM []byte) configRoot {
 	for _, m := range r.mounts {
 		pairs = append(pairs, m+"/", filepath.Join(r.dir, m)+"/")
 	}
-	r.remap = strings.NewReplacer(pairs...).Replace
+	under := strings.NewReplacer(pairs...)
+	// A value that is a mount path itself (a directory such as
+	// HOURGLASS_CANCELLATIONS_DIR) moves too.
+	r.remap = func(v string) string {
+		if slices.Contains(r.mounts, v) {
+			return filepath.Join(r.dir, v)
+		}
+		return under.Replace(v)
+	}
 	return r
 }
 
@@ -196,19 +204,23 @@ func (r configRoot) fake(path string) []byte {
 }
 
 // writeVolumes lays out a container's mounted ConfigMaps, with the paths
-// in them remapped, and the items of its mounted Secrets. It returns the
+// in them remapped, and the items of its mounted Secrets; the workload's
+// claims (volumeClaimTemplates) are empty directories. It returns the
 // ConfigMaps' contents, which may name mounted files.
-func (r configRoot) writeVolumes(t *testing.T, where string, c ctr, ps podSpec, configMaps map[string]object) []string {
+func (r configRoot) writeVolumes(t *testing.T, where string, o object, c ctr, ps podSpec, configMaps map[string]object) []string {
 	t.Helper()
 	var pathRefs []string
 	for _, m := range c.VolumeMounts {
-		i := slices.IndexFunc(ps.Volumes, func(v podVol) bool { return v.Name == m.Name })
-		if i < 0 {
-			t.Fatalf("%s: volume %s is mounted but not defined", where, m.Name)
-		}
 		dir := filepath.Join(r.dir, m.MountPath)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
+		}
+		i := slices.IndexFunc(ps.Volumes, func(v podVol) bool { return v.Name == m.Name })
+		if i < 0 {
+			if !slices.Contains(claimTemplates(t, o), m.Name) {
+				t.Fatalf("%s: volume %s is mounted but not defined", where, m.Name)
+			}
+			continue
 		}
 		v := ps.Volumes[i]
 		switch {

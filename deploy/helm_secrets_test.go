@@ -222,6 +222,7 @@ func TestChartExtraEnvRefused(t *testing.T) {
 		{"router.extraEnv.HOURGLASS_INSTANCE_ID=r", "router.extraEnv.HOURGLASS_INSTANCE_ID: the chart gives each pod its own"},
 		{"canceller.extraEnv.HOURGLASS_INSTANCE_ID=c", "canceller.extraEnv.HOURGLASS_INSTANCE_ID: the chart gives each pod its own"},
 		{"canceller.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE=/k", "canceller.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE: set outcomesKey instead"},
+		{"router.extraEnv.HOURGLASS_CANCELLATIONS_DIR=/tmp/c", "router.extraEnv.HOURGLASS_CANCELLATIONS_DIR: the chart sets this variable from its own values"},
 		{"router.extraEnv.HOURGLASS_SESSION_TIMEOUT=45s", "router.extraEnv.HOURGLASS_SESSION_TIMEOUT: the chart sets this variable from its own values"},
 		{"canceller.extraEnv.HOURGLASS_HTTP_ADDR=127.0.0.1:8081", "canceller.extraEnv.HOURGLASS_HTTP_ADDR: the chart sets this variable"},
 	} {

@@ -55,6 +55,14 @@ func TestChartRejects(t *testing.T) {
 		{"allowed targets joined by hand", []string{`router.allowedTargets[0]=a.cancel\,b.cancel`}, "/router/allowedTargets/0"},
 		{"timer bytes below 1 MiB", []string{"router.timerBytes=1000"}, "/router/timerBytes"},
 		{"router memory below its byte limits", []string{"router.resources.limits.memory=128Mi"}, "router.resources.limits.memory 128Mi (GOMEMLIMIT 115MiB) is below what a router may hold"},
+		{"cancellation grace 0", []string{"router.cancellationGrace=0"}, "/router/cancellationGrace"},
+		{"store size limit not a quantity", []string{"router.cancellationsStore.sizeLimit=lots"}, "/router/cancellationsStore/sizeLimit"},
+		{"claim size not a quantity", []string{"router.cancellationsStore.persistence.size=2GB"}, "/router/cancellationsStore/persistence/size"},
+		{"claims without an access mode", []string{"router.cancellationsStore.persistence.accessModes=null"}, "at '/router/cancellationsStore/persistence': missing property 'accessModes'"},
+		{"read-only claims", []string{"router.cancellationsStore.persistence.accessModes[0]=ReadOnlyMany"}, "/router/cancellationsStore/persistence/accessModes/0"},
+		{"unknown retention policy", []string{"router.cancellationsStore.persistence.retentionPolicy.whenScaled=Keep"}, "/router/cancellationsStore/persistence/retentionPolicy/whenScaled"},
+		{"unknown store key", []string{"router.cancellationsStore.persistence.storageClassName=fast"}, "additional properties 'storageClassName' not allowed"},
+		{"extra volume over the store", []string{"router.extraVolumes[0].name=cancellations", "router.extraVolumes[0].emptyDir.medium=Memory"}, `router.extraVolumes: name "cancellations" is taken by the chart's own volumes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderChart(t, "", tc.set...)

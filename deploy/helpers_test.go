@@ -41,7 +41,7 @@ const (
 
 // chartScenarios are the values the chart is linted, rendered and validated
 // with: its defaults ("") and every file in ci/.
-var chartScenarios = []string{"", "ci/minimal-values.yaml", "ci/sasl-tls-values.yaml", "ci/closers-values.yaml", "ci/all-values.yaml", "ci/extras-values.yaml"}
+var chartScenarios = []string{"", "ci/minimal-values.yaml", "ci/sasl-tls-values.yaml", "ci/closers-values.yaml", "ci/all-values.yaml", "ci/extras-values.yaml", "ci/persistence-values.yaml"}
 
 func scenarioName(values string) string {
 	if values == "" {
@@ -264,7 +264,9 @@ type (
 		ConfigMap *struct {
 			Name string `yaml:"name"`
 		} `yaml:"configMap"`
-		EmptyDir *struct{} `yaml:"emptyDir"`
+		EmptyDir *struct {
+			SizeLimit any `yaml:"sizeLimit"`
+		} `yaml:"emptyDir"`
 	}
 )
 

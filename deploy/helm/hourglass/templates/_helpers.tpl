@@ -168,6 +168,9 @@ the ConfigMaps exist, get them inline.
 {{- $_ := set $env "HOURGLASS_FETCH_PARTITION_BYTES" ($r.fetchPartitionBytes | int64 | toString) -}}
 {{- if $r.allowedTargets }}{{ $_ := set $env "HOURGLASS_ALLOWED_TARGETS" (join "," $r.allowedTargets) }}{{ end -}}
 {{- if $v.canceller.outcomesTopic }}{{ $_ := set $env "HOURGLASS_OUTCOMES_TOPIC" $v.canceller.outcomesTopic }}{{ end -}}
+{{- if $r.cancellationsTopic }}{{ $_ := set $env "HOURGLASS_CANCELLATIONS_TOPIC" $r.cancellationsTopic }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_CANCELLATIONS_DIR" (include "hourglass.cancellationsDir" .) -}}
+{{- $_ := set $env "HOURGLASS_CANCELLATION_GRACE" $r.cancellationGrace -}}
 {{- $_ := set $env "HOURGLASS_TIMER_BYTES" ($r.timerBytes | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION" ($r.maxHeldBytesPerPartition | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $r.commitInterval -}}
@@ -415,6 +418,64 @@ pod that talks to Kafka.
 {{- end -}}
 
 {{/*
+The router's store of cancellations (HOURGLASS_CANCELLATIONS_DIR): the
+mount of the volume "cancellations", an emptyDir or, with
+router.cancellationsStore.persistence.enabled, a claim of the StatefulSet's
+volumeClaimTemplates. It is never left to the service's default, a
+temporary directory under /tmp, whose emptyDir is small.
+*/}}
+{{- define "hourglass.cancellationsDir" -}}
+/var/lib/hourglass/cancellations
+{{- end -}}
+
+{{/* The router pod's volume of the store, unless it is a claim. */}}
+{{- define "hourglass.cancellationsVolume" -}}
+{{- $s := .Values.router.cancellationsStore -}}
+{{- if not $s.persistence.enabled }}
+- name: cancellations
+  {{- if $s.sizeLimit }}
+  emptyDir:
+    sizeLimit: {{ $s.sizeLimit }}
+  {{- else }}
+  emptyDir: {}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The router StatefulSet's claim of the store, one per pod
+(cancellations-<statefulset>-<ordinal>), with
+router.cancellationsStore.persistence.enabled. Its labels are the selector
+labels only: a StatefulSet's volumeClaimTemplates cannot change, and the
+other labels change with every chart version.
+*/}}
+{{- define "hourglass.cancellationsClaims" -}}
+{{- $p := .Values.router.cancellationsStore.persistence -}}
+{{- if $p.enabled }}
+{{- with $p.retentionPolicy }}
+persistentVolumeClaimRetentionPolicy:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumeClaimTemplates:
+  - metadata:
+      name: cancellations
+      labels:
+        {{- include "hourglass.selectorLabels" (dict "root" . "component" "router") | nindent 8 }}
+    spec:
+      accessModes:
+        {{- toYaml $p.accessModes | nindent 8 }}
+      {{- if eq $p.storageClass "-" }}
+      storageClassName: ""
+      {{- else if $p.storageClass }}
+      storageClassName: {{ $p.storageClass | quote }}
+      {{- end }}
+      resources:
+        requests:
+          storage: {{ $p.size }}
+{{- end }}
+{{- end -}}
+
+{{/*
 hourglass.validate fails the render on settings that cannot work together;
 the schema checks each value on its own.
 */}}
@@ -459,6 +520,11 @@ the schema checks each value on its own.
 {{- fail (printf "canceller.secretVolumes: name %q is taken by the chart's own volumes" .name) -}}
 {{- end -}}
 {{- $_ := set $names .name true -}}
+{{- end -}}
+{{- range $v.router.extraVolumes -}}
+{{- if has .name (list "tmp" "cancellations" "kafka-tls" "kafka-sasl" "outcomes-key") -}}
+{{- fail (printf "router.extraVolumes: name %q is taken by the chart's own volumes" .name) -}}
+{{- end -}}
 {{- end -}}
 {{- if $v.reconcile.enabled -}}
 {{- $kind := $v.reconcile.kind -}}
