@@ -242,7 +242,8 @@ func claimOf(t *testing.T, size string, class *string, modes ...string) *claim {
 
 // TestChartCancellationsConfig checks the router's cancellation settings:
 // the service's defaults (the topic derived from the prefix, a grace of
-// 1h) unless set, and the values when set.
+// 1h) unless set, the values when set, and the outcome key the router
+// signs the events of cancelled deadlines with.
 func TestChartCancellationsConfig(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -252,12 +253,18 @@ func TestChartCancellationsConfig(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			want: map[string]string{"HOURGLASS_CANCELLATIONS_TOPIC": "", "HOURGLASS_CANCELLATION_GRACE": "1h"},
+			want: map[string]string{"HOURGLASS_CANCELLATIONS_TOPIC": "", "HOURGLASS_CANCELLATION_GRACE": "1h", "HOURGLASS_OUTCOMES_KEY_FILE": ""},
 		},
 		{
-			name:   "set",
-			values: `router: {cancellationsTopic: orders.cancellations, cancellationGrace: 90m}`,
-			want:   map[string]string{"HOURGLASS_CANCELLATIONS_TOPIC": "orders.cancellations", "HOURGLASS_CANCELLATION_GRACE": "90m"},
+			name: "set",
+			values: `
+router: {cancellationsTopic: orders.cancellations, cancellationGrace: 90m}
+outcomesKey: {existingSecret: hmac}
+`,
+			want: map[string]string{
+				"HOURGLASS_CANCELLATIONS_TOPIC": "orders.cancellations", "HOURGLASS_CANCELLATION_GRACE": "90m",
+				"HOURGLASS_OUTCOMES_KEY_FILE": "/etc/hourglass/outcomes-key/key",
+			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,9 +127,9 @@ func checkClosersRender(t *testing.T, closersYAML, refused, secret string) {
 }
 
 // TestChartOutcomesKey checks the outcome signing key: absent by default;
-// with outcomesKey.existingSecret, the canceller (which signs) and the
-// recorder (which verifies) read the same key from the same Secret, mounted
-// read-only, and nothing else gets it.
+// with outcomesKey.existingSecret, the canceller and the router (which
+// sign) and the recorder (which verifies) read the same key from the same
+// Secret, mounted read-only, and nothing else gets it.
 func TestChartOutcomesKey(t *testing.T) {
 	t.Parallel()
 	if got := outcomesKeyMounts(t, mustRender(t, "recorder: {enabled: true}")); len(got) > 0 {
@@ -144,8 +144,8 @@ canceller:
 outcomesKey: {existingSecret: hmac-secret, key: hmac}
 `))
 	want := outcomesKey{file: "/etc/hourglass/outcomes-key/key", secret: "hmac-secret", key: "hmac"}
-	if len(got) != 2 || got["StatefulSet/canceller"] != want || got["Deployment/recorder"] != want {
-		t.Errorf("signing key in %v, want %+v in the canceller StatefulSet and the recorder Deployment only", got, want)
+	if len(got) != 3 || got["StatefulSet/canceller"] != want || got["StatefulSet/router"] != want || got["Deployment/recorder"] != want {
+		t.Errorf("signing key in %v, want %+v in the router and canceller StatefulSets and the recorder Deployment only", got, want)
 	}
 
 	_, err := renderChart(t, "", "outcomesKey.existingSecret=s", "outcomesKey.key=")
@@ -222,6 +222,7 @@ func TestChartExtraEnvRefused(t *testing.T) {
 		{"router.extraEnv.HOURGLASS_INSTANCE_ID=r", "router.extraEnv.HOURGLASS_INSTANCE_ID: the chart gives each pod its own"},
 		{"canceller.extraEnv.HOURGLASS_INSTANCE_ID=c", "canceller.extraEnv.HOURGLASS_INSTANCE_ID: the chart gives each pod its own"},
 		{"canceller.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE=/k", "canceller.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE: set outcomesKey instead"},
+		{"router.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE=/k", "router.extraEnv.HOURGLASS_OUTCOMES_KEY_FILE: set outcomesKey instead"},
 		{"router.extraEnv.HOURGLASS_CANCELLATIONS_DIR=/tmp/c", "router.extraEnv.HOURGLASS_CANCELLATIONS_DIR: the chart sets this variable from its own values"},
 		{"router.extraEnv.HOURGLASS_SESSION_TIMEOUT=45s", "router.extraEnv.HOURGLASS_SESSION_TIMEOUT: the chart sets this variable from its own values"},
 		{"canceller.extraEnv.HOURGLASS_HTTP_ADDR=127.0.0.1:8081", "canceller.extraEnv.HOURGLASS_HTTP_ADDR: the chart sets this variable"},
