@@ -77,7 +77,7 @@ func TestAlerts(t *testing.T) {
 	}
 	for _, want := range []string{
 		"HourglassEarlyFire", "HourglassCloseFailureRatio", "HourglassDeadLettersGrowing", "HourglassRouterBehind",
-		"HourglassCloseLateness", "HourglassCancellerLag", "HourglassCancellerLagGrowing", "HourglassRecorderLag",
+		"HourglassCloseLateness", "HourglassCancellerLag", "HourglassCancellerLagGrowing", "HourglassRecorderLag", "HourglassInvalidCancellations",
 		"HourglassTargetDown", "HourglassTargetAbsent", "HourglassSeriesAbsent",
 	} {
 		if !slices.Contains(alerts, want) {
