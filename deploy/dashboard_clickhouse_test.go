@@ -1,7 +1,8 @@
 package deploy
 
-// Tests that the ClickHouse dashboard groups the attempts once per refresh:
-// one panel runs the query, the others show sections of its result.
+// Tests that the ClickHouse dashboard groups the attempts once per refresh
+// (one panel runs the query, the others show sections of its result), and
+// that it shows every outcome.
 
 import (
 	"encoding/json"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // dedupGrouping is how every query that takes each close attempt once
@@ -149,5 +152,54 @@ func checkSection(t *testing.T, p chPanel, sections string, columns map[string]b
 	}
 	if slices.Contains(fields, "section") {
 		t.Errorf("panel %q: shows the section column", p.Title)
+	}
+}
+
+// TestClickHouseDashboardOutcomes checks that "Attempts by outcome" shows
+// every outcome an event may carry (outcome.All): the source query counts
+// each one in a column of its own, and the panel keeps that column.
+func TestClickHouseDashboardOutcomes(t *testing.T) {
+	var d struct {
+		Panels []chPanel `json:"panels"`
+	}
+	readJSON(t, clickhouseDashboardFile, &d)
+	columns := map[string]string{} // outcome -> column of the source query
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			if !strings.Contains(tg.RawSQL, dedupGrouping) {
+				continue
+			}
+			for _, m := range regexp.MustCompile(`countIf\(first_outcome = '([a-z_]+)'\) AS (\w+)`).FindAllStringSubmatch(tg.RawSQL, -1) {
+				columns[m[1]] = m[2]
+			}
+		}
+	}
+	i := slices.IndexFunc(d.Panels, func(p chPanel) bool { return p.Title == "Attempts by outcome" })
+	if i < 0 {
+		t.Fatalf("%s: no panel \"Attempts by outcome\"", clickhouseDashboardFile)
+	}
+	var shown []string
+	for _, tr := range d.Panels[i].Transformations {
+		if tr.ID != "filterFieldsByName" {
+			continue
+		}
+		var o struct {
+			Include struct {
+				Names []string `json:"names"`
+			} `json:"include"`
+		}
+		if err := json.Unmarshal(tr.Options, &o); err != nil {
+			t.Fatal(err)
+		}
+		shown = o.Include.Names
+	}
+	for _, o := range outcome.All {
+		col, ok := columns[string(o)]
+		switch {
+		case !ok:
+			t.Errorf("%s: the source query counts no attempts of outcome %s (countIf(first_outcome = '%s') AS ...)", clickhouseDashboardFile, o, o)
+		case !slices.Contains(shown, col):
+			t.Errorf("%s: \"Attempts by outcome\" does not show %s (outcome %s); it shows %v", clickhouseDashboardFile, col, o, shown)
+		}
 	}
 }
