@@ -9,8 +9,12 @@
 #      Security "restricted" on the namespace);
 #   2. helm install --wait with ci/all-values.yaml (every feature, both
 #      hook Jobs), checks that the router and canceller StatefulSets have
-#      all their pods (<name>-0, -1, ...) ready, helm upgrade --wait (the
-#      hooks again, a rolling update of the StatefulSets), helm uninstall.
+#      all their pods (<name>-0, -1, ...) ready, and the claims of their
+#      volumeClaimTemplates bound, helm upgrade --wait (the hooks again, a
+#      rolling update of the StatefulSets), helm uninstall.
+# Claims (ci/persistence-values.yaml) bind to local PersistentVolumes made
+# up front on the kwok node, through a default StorageClass without a
+# provisioner.
 # Usage: deploy/tools/kube/check.sh [values file, default ci/all-values.yaml]
 # With UPGRADE_FROM=<git revision>, the release is first installed from
 # that revision's chart (and its own values file of the same name), then
@@ -152,6 +156,38 @@ metadata:
     pod-security.kubernetes.io/enforce: restricted
     pod-security.kubernetes.io/enforce-version: latest
 EOF
+# The default StorageClass and the volumes of the claims of StatefulSets'
+# volumeClaimTemplates: no provisioner, so the volumes exist up front, on
+# the kwok node; a claim binds to one when its pod is scheduled.
+{
+  cat <<'EOF'
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: kube-check-local
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+EOF
+  for i in $(seq 0 11); do
+    cat <<EOF
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: kube-check-pv-$i}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: kube-check-local
+  local: {path: /mnt/kube-check/pv-$i}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [kwok-node-0]}]
+EOF
+  done
+} | kubectl apply -f - >/dev/null
 kubectl apply --server-side -f "$crds/monitoring.coreos.com_servicemonitors.yaml" -f "$crds/monitoring.coreos.com_prometheusrules.yaml" >/dev/null
 wait_for "the ServiceMonitor CRD" 60 kubectl get servicemonitors -A
 wait_for "the default ServiceAccount" 60 kubectl -n hourglass get serviceaccount default
@@ -176,15 +212,19 @@ else
   echo "kube-check: helm install --wait -f $values"
   "${helm[@]}" install hg "$chart" -f "$chart/$values" --wait --timeout 5m
 fi
-kubectl -n hourglass get statefulsets,deployments,pods,services,jobs,cronjobs,hpa,pdb,networkpolicies,servicemonitors,prometheusrules | sed 's/^/  /'
+kubectl -n hourglass get statefulsets,deployments,pods,services,jobs,cronjobs,hpa,pdb,networkpolicies,servicemonitors,prometheusrules,persistentvolumeclaims | sed 's/^/  /'
 # check_statefulsets: every StatefulSet of the release has as many ready pods
 # as it wants (an autoscaler may have raised that after --wait), named
-# <statefulset>-<ordinal>, each with its pod name as HOURGLASS_INSTANCE_ID.
+# <statefulset>-<ordinal>, each with its pod name as HOURGLASS_INSTANCE_ID,
+# and each with its claims (<template>-<statefulset>-<ordinal>) bound.
 ready_replicas() { # statefulset n
   test "$(kubectl -n hourglass get statefulset "$1" -o jsonpath='{.status.readyReplicas}')" = "$2"
 }
+claim_bound() { # claim
+  test "$(kubectl -n hourglass get persistentvolumeclaim "$1" -o jsonpath='{.status.phase}')" = Bound
+}
 check_statefulsets() {
-  local sets sts n names want i
+  local sets sts n names want i tpl claims
   sets=$(kubectl -n hourglass get statefulsets -l app.kubernetes.io/instance=hg -o jsonpath='{.items[*].metadata.name}')
   if [ -z "$sets" ]; then
     echo "kube-check: no StatefulSets in the release" >&2
@@ -208,7 +248,14 @@ check_statefulsets() {
       echo "kube-check: pod $sts-0 does not take HOURGLASS_INSTANCE_ID from its name" >&2
       return 1
     fi
-    echo "  statefulset/$sts: $n of $n pods ready: $(echo $names)"
+    claims=""
+    for tpl in $(kubectl -n hourglass get statefulset "$sts" -o jsonpath='{.spec.volumeClaimTemplates[*].metadata.name}'); do
+      for ((i = 0; i < n; i++)); do
+        wait_for "claim $tpl-$sts-$i" 120 claim_bound "$tpl-$sts-$i"
+        claims="$claims $tpl-$sts-$i"
+      done
+    done
+    echo "  statefulset/$sts: $n of $n pods ready: $(echo $names)${claims:+; claims bound:$claims}"
   done
 }
 check_statefulsets
