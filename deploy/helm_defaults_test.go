@@ -33,8 +33,9 @@ func quantityBytes(t *testing.T, q any) float64 {
 }
 
 // routerMemoryOverhead is what the router's memory holds beyond its
-// records: Go runtime, Kafka client, metrics (values.yaml, router.resources).
-const routerMemoryOverhead = 64 << 20
+// records: Go runtime, Kafka clients, metrics and the store of
+// cancellations (values.yaml, router.resources).
+const routerMemoryOverhead = 128 << 20
 
 // TestChartRouterMemory checks, in every scenario, that GOMEMLIMIT is
 // derived from the router's memory limit with headroom (85-90% of it), and

@@ -599,7 +599,8 @@ hourglass.routerMemory fails the render when the router's memory limit
 cannot hold what the router may hold by its byte limits (values.yaml,
 router.resources): when it owns every partition of every tier,
   partitions x (maxHeldBytesPerPartition + fetchPartitionBytes)
-  + timerBytes + 64 MiB (Go runtime, Kafka client, metrics)
+  + timerBytes + 128 MiB (Go runtime, Kafka clients, metrics and the store
+  of cancellations, up to 130 MB of RSS while it reads the whole topic)
 must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
 */}}
 {{- define "hourglass.routerMemory" -}}
@@ -610,10 +611,10 @@ must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
 {{- $mi := 1048576.0 -}}
 {{- $parts := mul (len .Values.topics.tiers) (.Values.topics.partitions | int64) -}}
 {{- $perPart := addf ($r.maxHeldBytesPerPartition | float64) ($r.fetchPartitionBytes | float64) -}}
-{{- $need := addf (mulf $parts $perPart) ($r.timerBytes | float64) (mulf 64 $mi) -}}
+{{- $need := addf (mulf $parts $perPart) ($r.timerBytes | float64) (mulf 128 $mi) -}}
 {{- $soft := include "hourglass.gomemlimit" $limit | float64 -}}
 {{- if gt $need $soft -}}
-{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold when it owns every partition: %d partitions (%d tiers x %d) x (router.maxHeldBytesPerPartition %.2fMiB + router.fetchPartitionBytes %.2fMiB) + router.timerBytes %.0fMiB + 64MiB for the Go runtime and the Kafka client = %.0fMiB; raise the limit to at least %.0fMi or lower router.maxHeldBytesPerPartition" (toString $limit) (divf $soft $mi) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.maxHeldBytesPerPartition | float64) $mi) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
+{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold when it owns every partition: %d partitions (%d tiers x %d) x (router.maxHeldBytesPerPartition %.2fMiB + router.fetchPartitionBytes %.2fMiB) + router.timerBytes %.0fMiB + 128MiB for the Go runtime, the Kafka clients and the store of cancellations = %.0fMiB; raise the limit to at least %.0fMi or lower router.maxHeldBytesPerPartition" (toString $limit) (divf $soft $mi) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.maxHeldBytesPerPartition | float64) $mi) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
