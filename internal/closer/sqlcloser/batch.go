@@ -32,8 +32,7 @@ type batcher struct {
 // pending is one close waiting in a batch.
 type pending struct {
 	ctx context.Context
-	id  string
-	key any
+	order
 
 	done chan struct{} // closed when the batch settled next and res
 	next step
@@ -84,15 +83,15 @@ func (b *batcher) flush() {
 	}
 }
 
-// closeBatched queues the close of key and finishes it once its batch is
+// closeBatched queues the close of o and finishes it once its batch is
 // over: with the batch's outcome, a status lookup, or on its own.
-func (c *Closer) closeBatched(ctx context.Context, id string, key any) (closer.Result, error) {
-	p := &pending{ctx: ctx, id: id, key: key, done: make(chan struct{})}
+func (c *Closer) closeBatched(ctx context.Context, o order) (closer.Result, error) {
+	p := &pending{ctx: ctx, order: o, done: make(chan struct{})}
 	c.batch.submit(p)
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", id, ctx.Err())
+		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", o.id, ctx.Err())
 	}
 	return c.finish(ctx, p)
 }
@@ -103,44 +102,45 @@ func (c *Closer) finish(ctx context.Context, p *pending) (closer.Result, error) 
 	case stepDone:
 		return p.res, nil
 	case stepLookup:
-		return c.statusOutcome(ctx, p.id, p.key)
+		return c.statusOutcome(ctx, p.order)
 	}
-	return c.closeAlone(ctx, p.id, p.key)
+	return c.closeAlone(ctx, p.order)
 }
 
 // runBatch closes the orders of ps together and settles each of them. The
-// closes whose ctx ended are left out. Duplicates of one order are closed
-// once: the first is closed, the others already closed, as one close after
-// the other would be. When the batch fails, or holds a single order, every
-// close runs on its own (closeAlone), so that one bad row fails only
-// itself.
+// closes whose ctx ended are left out. Duplicates of one order (the same
+// id and deadline) are closed once: the first is closed, the others
+// already closed, as one close after the other would be. When the batch
+// fails, or holds a single order, every close runs on its own
+// (closeAlone), so that one bad row fails only itself.
 func (c *Closer) runBatch(ps []*pending) {
 	defer func() {
 		for _, p := range ps {
 			close(p.done)
 		}
 	}()
-	var keys []any
-	groups := map[any][]*pending{}
+	var orders []order
+	groups := map[batchKey][]*pending{}
 	for _, p := range ps {
 		if p.ctx.Err() != nil {
 			continue // its Close has returned, or will run alone and fail
 		}
-		if _, ok := groups[p.key]; !ok {
-			keys = append(keys, p.key)
+		k := p.batchKey()
+		if _, ok := groups[k]; !ok {
+			orders = append(orders, p.order)
 		}
-		groups[p.key] = append(groups[p.key], p)
+		groups[k] = append(groups[k], p)
 	}
-	if len(keys) < 2 {
+	if len(orders) < 2 {
 		return // stepAlone: today's single close, one round trip
 	}
-	out, err := c.batchClose(keys)
+	out, err := c.batchClose(orders)
 	if err != nil {
 		return // stepAlone
 	}
 	c.batch.ran.Add(1)
-	for i, k := range keys {
-		c.settle(groups[k], out[i])
+	for i, o := range orders {
+		c.settle(groups[o.batchKey()], out[i])
 	}
 }
 
@@ -153,7 +153,7 @@ func (c *Closer) settle(ps []*pending, o batchOutcome) {
 		case o.closed:
 			p.next, p.res = stepDone, closer.Result{Outcome: outcome.AlreadyClosed}
 		case o.looked:
-			p.next, p.res = stepDone, c.statusResult(o.found, o.status)
+			p.next, p.res = stepDone, c.statusResult(o.found, o.status, o.moved)
 		default:
 			p.next = stepLookup
 		}

@@ -16,75 +16,77 @@ type batchOutcome struct {
 	looked bool
 	found  bool
 	status sql.NullString
+	moved  sql.NullTime // see Closer.statusResult
 }
 
-// batchClose closes the orders keys (distinct, at least two) in one
+// batchClose closes the orders os (distinct, at least two) in one
 // transaction, the release statement run for exactly the orders it
 // closed, then reads the status of the others in one query. An error of
 // the close is the batch's: nothing was committed, and each close runs
 // again on its own. The status query failing only leaves each close to
 // look its order up. The batch runs under a context of its own, bounded
 // like a close, and not ended by any one caller.
-func (c *Closer) batchClose(keys []any) ([]batchOutcome, error) {
+func (c *Closer) batchClose(os []order) ([]batchOutcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*c.cfg.StatementTimeout)
 	defer cancel()
 	closed, err := rerunRolledBack(ctx, func() ([]bool, error) {
 		if c.cfg.Driver == DriverMySQL {
-			return c.mysqlBatchUpdate(ctx, keys)
+			return c.mysqlBatchUpdate(ctx, os)
 		}
-		return c.pgBatchUpdate(ctx, keys)
+		return c.pgBatchUpdate(ctx, os)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]batchOutcome, len(keys))
+	out := make([]batchOutcome, len(os))
 	var rest []int
-	for i := range keys {
+	for i := range os {
 		out[i].closed = closed[i]
 		if !closed[i] {
 			rest = append(rest, i)
 		}
 	}
 	if len(rest) > 0 && c.cfg.StatusStatement == "" {
-		c.batchLookup(ctx, keys, rest, out)
+		c.batchLookup(ctx, os, rest, out)
 	}
 	return out, nil
 }
 
 // pgBatchUpdate runs pgBatchClose, in autocommit without a release
-// statement, and reports which of keys it closed.
-func (c *Closer) pgBatchUpdate(ctx context.Context, keys []any) ([]bool, error) {
-	closed := make([]bool, len(keys))
+// statement, and reports which of os it closed.
+func (c *Closer) pgBatchUpdate(ctx context.Context, os []order) ([]bool, error) {
+	closed := make([]bool, len(os))
 	readN := func(rows *sql.Rows) error {
 		var n int64
 		if err := rows.Scan(&n); err != nil {
 			return err
 		}
-		if n < 1 || n > int64(len(keys)) {
-			return fmt.Errorf("update %s: returned position %d of %d", c.cfg.Table, n, len(keys))
+		if n < 1 || n > int64(len(os)) {
+			return fmt.Errorf("update %s: returned position %d of %d", c.cfg.Table, n, len(os))
 		}
 		closed[n-1] = true
 		return nil
 	}
-	st := pgBatchClose(c.cfg, c.keyType)
+	st := pgBatchClose(c.cfg, c.keyType, c.deadlineType)
 	if c.release.sql == "" {
-		return closed, c.queryRows(ctx, c.db, st, keys, readN)
+		return closed, c.queryRows(ctx, c.db, st, os, readN)
 	}
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit: sql.ErrTxDone, ignored
-	if err := c.queryRows(ctx, tx, st, keys, readN); err != nil {
+	if err := c.queryRows(ctx, tx, st, os, readN); err != nil {
 		return nil, err
 	}
-	return closed, c.releaseAndCommit(ctx, tx, keys, closed)
+	return closed, c.releaseAndCommit(ctx, tx, os, closed)
 }
 
-// mysqlBatchUpdate locks the orders of keys (mysqlBatchLock), closes the
-// open ones by their stored keys (mysqlBatchClose) and reports which of
-// keys it closed. Two ids of one row close it once, for the first of them. It runs
-// in READ COMMITTED, which locks the rows found and no gaps.
+// mysqlBatchUpdate locks the orders of os (mysqlBatchLock), closes the
+// open ones that their deadline allows by their stored keys
+// (mysqlBatchClose) and reports which of os it closed. Two ids of one row
+// close it once, for the first of them that may close it. It runs in READ
+// COMMITTED, which locks the rows found and no gaps.
 //
 // A statement that timed out leaves its transaction running on the server,
 // holding the locks of the whole batch until the server notices that the
@@ -92,7 +94,7 @@ func (c *Closer) pgBatchUpdate(ctx context.Context, keys []any) ([]bool, error) 
 // innodb_lock_wait_timeout, 50s by default). The orders of the batch then
 // could not close on their own either, so the transaction's connection is
 // killed (KILL, which a user may do to its own connections).
-func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, error) {
+func (c *Closer) mysqlBatchUpdate(ctx context.Context, os []order) ([]bool, error) {
 	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -105,7 +107,7 @@ func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, erro
 	if err != nil {
 		return nil, fmt.Errorf("connection id: %w", c.timedOut(ctx, err))
 	}
-	closed, err := c.mysqlBatchTx(ctx, tx, keys)
+	closed, err := c.mysqlBatchTx(ctx, tx, os)
 	if errors.Is(err, context.DeadlineExceeded) {
 		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.StatementTimeout)
 		_, _ = c.db.ExecContext(kctx, "KILL "+strconv.FormatInt(conn, 10))
@@ -115,33 +117,33 @@ func (c *Closer) mysqlBatchUpdate(ctx context.Context, keys []any) ([]bool, erro
 }
 
 // mysqlBatchTx is mysqlBatchUpdate in the transaction tx.
-func (c *Closer) mysqlBatchTx(ctx context.Context, tx *sql.Tx, keys []any) ([]bool, error) {
+func (c *Closer) mysqlBatchTx(ctx context.Context, tx *sql.Tx, os []order) ([]bool, error) {
 	// first is the first n of each stored key: two ids of one row (under
 	// a case-insensitive collation) close it for the first of them.
 	first := map[any]int64{}
-	var stored []any
-	err := c.queryRows(ctx, tx, mysqlBatchLock(c.cfg, len(keys)), keys, func(rows *sql.Rows) error {
+	var stored []order
+	err := c.queryRows(ctx, tx, mysqlBatchLock(c.cfg, len(os)), os, func(rows *sql.Rows) error {
 		var n int64
-		var open sql.NullBool
+		var open, due sql.NullBool
 		key := c.storedKey()
-		if err := rows.Scan(&n, key, &open); err != nil {
+		if err := rows.Scan(&n, key, &open, &due); err != nil {
 			return err
 		}
-		if !open.Valid || !open.Bool {
-			return nil // not open: left alone, and looked up after
+		if !open.Valid || !open.Bool || !due.Valid || !due.Bool {
+			return nil // not open, or moved: left alone, and looked up after
 		}
 		k := deref(key)
 		if f, ok := first[k]; !ok {
-			stored = append(stored, k)
+			stored = append(stored, order{key: k})
 		} else if f < n {
 			return nil
 		}
 		first[k] = n
 		return nil
 	})
-	closed := make([]bool, len(keys))
+	closed := make([]bool, len(os))
 	for _, n := range first {
-		if n >= 1 && n <= int64(len(keys)) {
+		if n >= 1 && n <= int64(len(os)) {
 			closed[n-1] = true
 		}
 	}
@@ -158,7 +160,7 @@ func (c *Closer) mysqlBatchTx(ctx context.Context, tx *sql.Tx, keys []any) ([]bo
 	if n, err := res.RowsAffected(); err != nil || n != int64(len(stored)) {
 		return nil, fmt.Errorf("update %s: changed %d of the %d rows locked (%v)", c.cfg.Table, n, len(stored), err)
 	}
-	return closed, c.releaseAndCommit(ctx, tx, keys, closed)
+	return closed, c.releaseAndCommit(ctx, tx, os, closed)
 }
 
 // storedKey is where a MySQL key column is scanned to, as its keyKind
@@ -185,16 +187,16 @@ func deref(p any) any {
 	return p
 }
 
-// releaseAndCommit runs the release statement for each order of keys
+// releaseAndCommit runs the release statement for each order of os
 // closed, then commits tx.
-func (c *Closer) releaseAndCommit(ctx context.Context, tx *sql.Tx, keys []any, closed []bool) error {
+func (c *Closer) releaseAndCommit(ctx context.Context, tx *sql.Tx, os []order, closed []bool) error {
 	if c.release.sql != "" {
-		for i, k := range keys {
+		for i, o := range os {
 			if !closed[i] {
 				continue
 			}
-			if _, err := c.exec(ctx, tx, c.release, k); err != nil {
-				return fmt.Errorf("release %v: %w", k, err)
+			if _, err := c.exec(ctx, tx, c.release, o); err != nil {
+				return fmt.Errorf("release %v: %w", o.key, err)
 			}
 		}
 	}
@@ -204,23 +206,25 @@ func (c *Closer) releaseAndCommit(ctx context.Context, tx *sql.Tx, keys []any, c
 	return nil
 }
 
-// batchLookup reads the status of the orders keys[rest] (batchStatus) into
-// out. When it fails, out is left as it was.
-func (c *Closer) batchLookup(ctx context.Context, keys []any, rest []int, out []batchOutcome) {
-	sub := make([]any, len(rest))
+// batchLookup reads the status (and, with a deadline column, the moved
+// deadline) of the orders os[rest] (batchStatus) into out. When it fails,
+// out is left as it was.
+func (c *Closer) batchLookup(ctx context.Context, os []order, rest []int, out []batchOutcome) {
+	sub := make([]order, len(rest))
 	for j, i := range rest {
-		sub[j] = keys[i]
+		sub[j] = os[i]
 	}
-	found := make([]bool, len(sub))
-	status := make([]sql.NullString, len(sub))
-	err := c.queryRows(ctx, c.db, batchStatus(c.cfg, c.keyType, len(sub)), sub, func(rows *sql.Rows) error {
+	found := make([]batchOutcome, len(sub))
+	st := batchStatus(c.cfg, c.keyType, c.deadlineType, len(sub))
+	err := c.queryRows(ctx, c.db, st, sub, func(rows *sql.Rows) error {
 		var n int64
-		var s sql.NullString
-		if err := rows.Scan(&n, &s); err != nil {
+		var o batchOutcome
+		if err := rows.Scan(&n, &o.status, &o.moved); err != nil {
 			return err
 		}
 		if n >= 1 && n <= int64(len(sub)) {
-			found[n-1], status[n-1] = true, s
+			o.looked, o.found = true, true
+			found[n-1] = o
 		}
 		return nil
 	})
@@ -228,7 +232,8 @@ func (c *Closer) batchLookup(ctx context.Context, keys []any, rest []int, out []
 		return
 	}
 	for j, i := range rest {
-		out[i].looked, out[i].found, out[i].status = true, found[j], status[j]
+		found[j].looked = true
+		out[i] = found[j]
 	}
 }
 
@@ -237,12 +242,12 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// queryRows runs st for keys on q, bounded by StatementTimeout, and calls
-// each for each row.
-func (c *Closer) queryRows(ctx context.Context, q querier, st statement, keys []any, each func(*sql.Rows) error) error {
+// queryRows runs st for the orders os on q, bounded by StatementTimeout,
+// and calls each for each row.
+func (c *Closer) queryRows(ctx context.Context, q querier, st statement, os []order, each func(*sql.Rows) error) error {
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
 	defer cancel()
-	rows, err := q.QueryContext(sctx, st.sql, st.bindBatch(keys)...)
+	rows, err := q.QueryContext(sctx, st.sql, st.bindBatch(os)...)
 	if err != nil {
 		return c.timedOut(ctx, err)
 	}

@@ -35,6 +35,9 @@ type Closer struct {
 	// keyType is the Postgres type of the key column, which the batch
 	// statements cast the task ids to.
 	keyType string
+	// deadlineType is what the statements cast a deadline bound to (see
+	// lookUpDeadlineType); empty without a deadline column.
+	deadlineType string
 }
 
 var (
@@ -69,15 +72,17 @@ func (c *Closer) keyArg(id string) (any, error) {
 	return id, nil
 }
 
-// bind returns the arguments of st.
-func (st *statement) bind(key any) []any {
+// bind returns the arguments of st for the order o.
+func (st *statement) bind(o order) []any {
 	args := make([]any, len(st.args))
 	for i, a := range st.args {
 		switch a.kind {
 		case argKey:
-			args[i] = key
+			args[i] = o.key
 		case argLiteral:
 			args[i] = a.value
+		case argBound:
+			args[i] = o.bound
 		}
 	}
 	return args
@@ -85,11 +90,12 @@ func (st *statement) bind(key any) []any {
 
 // Close closes the order t.ID: the conditional update (and the release
 // statement, in the same transaction) and, when it changed no row, a status
-// lookup that tells AlreadyClosed, Skipped (Detail is the state) and
-// NotFound apart. Beyond MaxOpenConns closes in flight, a close waits for
+// lookup that tells AlreadyClosed, Skipped (Detail is the state),
+// NotFound and, with a deadline column, Moved (Detail is the stored
+// deadline) apart. Beyond MaxOpenConns closes in flight, a close waits for
 // a batch instead (see the package doc, Batches). Errors are wrapped with
-// the operation and the task id;
-// the ones that will not go away on a retry are marked closer.Permanent.
+// the operation and the task id; the ones that will not go away on a retry
+// are marked closer.Permanent.
 // When ctx ends, the error wraps ctx's error.
 func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
 	failed := closer.Result{Outcome: outcome.Failed}
@@ -103,6 +109,10 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 			return failed, closer.Permanent(fmt.Errorf("close %q: %w", t.ID, err))
 		}
 	}
+	o, err := c.orderOf(t, key)
+	if err != nil {
+		return failed, closer.Permanent(fmt.Errorf("close %q: %w", t.ID, err))
+	}
 	if c.batch != nil {
 		// Up to max_open_conns closes at once each have a connection
 		// and go out on their own; the closes beyond those, which
@@ -110,45 +120,49 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 		n := c.inFlight.Add(1)
 		defer c.inFlight.Add(-1)
 		if n > int64(c.cfg.MaxOpenConns) {
-			return c.closeBatched(ctx, t.ID, key)
+			return c.closeBatched(ctx, o)
 		}
 	}
-	return c.closeAlone(ctx, t.ID, key)
+	return c.closeAlone(ctx, o)
 }
 
-// closeAlone closes the order key on its own: the update (see update) and,
+// closeAlone closes the order o on its own: the update (see update) and,
 // when it changed no row, the status lookup.
-func (c *Closer) closeAlone(ctx context.Context, id string, key any) (closer.Result, error) {
-	n, err := c.update(ctx, key)
+func (c *Closer) closeAlone(ctx context.Context, o order) (closer.Result, error) {
+	n, err := c.update(ctx, o)
 	if err != nil {
-		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", id, err)
+		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", o.id, err)
 	}
 	if n == 1 {
 		return closer.Result{Outcome: outcome.Closed}, nil
 	}
-	return c.statusOutcome(ctx, id, key)
+	return c.statusOutcome(ctx, o)
 }
 
 // statusOutcome is the outcome of a close that changed no row, from the
-// order's status.
-func (c *Closer) statusOutcome(ctx context.Context, id string, key any) (closer.Result, error) {
-	status, err := c.lookup(ctx, key)
+// order's status (and stored deadline).
+func (c *Closer) statusOutcome(ctx context.Context, o order) (closer.Result, error) {
+	status, moved, err := c.lookup(ctx, o)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return closer.Result{Outcome: outcome.NotFound}, nil
 	case err != nil:
-		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "look up status of", id, err)
+		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "look up status of", o.id, err)
 	}
-	return c.statusResult(true, status), nil
+	return c.statusResult(true, status, moved), nil
 }
 
 // statusResult is the outcome of a close that changed no row of an order
-// whose status is status (found) or that is not there: NotFound,
-// AlreadyClosed or Skipped with the status as Detail.
-func (c *Closer) statusResult(found bool, status sql.NullString) closer.Result {
+// whose status is status (found) or that is not there: NotFound, Moved
+// with the stored deadline as Detail when moved is set (the order is open
+// and its stored deadline later than the record's), AlreadyClosed or
+// Skipped with the status as Detail.
+func (c *Closer) statusResult(found bool, status sql.NullString, moved sql.NullTime) closer.Result {
 	switch {
 	case !found:
 		return closer.Result{Outcome: outcome.NotFound}
+	case moved.Valid:
+		return closer.Result{Outcome: outcome.Moved, Detail: movedDetail(moved.Time)}
 	case status.Valid && status.String == c.cfg.ClosedStatus:
 		return closer.Result{Outcome: outcome.AlreadyClosed}
 	case !status.Valid:
@@ -157,20 +171,25 @@ func (c *Closer) statusResult(found bool, status sql.NullString) closer.Result {
 	return closer.Result{Outcome: outcome.Skipped, Detail: status.String}
 }
 
-// lookup reads the status of an order.
-func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
+// lookup reads the status of an order and, with a deadline column, its
+// stored deadline when that is what kept the close from applying (see
+// statusStatement).
+func (c *Closer) lookup(ctx context.Context, o order) (status sql.NullString, moved sql.NullTime, err error) {
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
 	defer cancel()
-	var status sql.NullString
+	dest := []any{&status}
+	if c.cfg.DeadlineColumn != "" {
+		dest = append(dest, &moved)
+	}
 	stmt, err := c.status.prepared(sctx, c.db)
 	switch {
 	case err != nil:
 	case stmt != nil:
-		err = stmt.QueryRowContext(sctx, c.status.bind(key)...).Scan(&status)
+		err = stmt.QueryRowContext(sctx, c.status.bind(o)...).Scan(dest...)
 	default:
-		err = c.db.QueryRowContext(sctx, c.status.sql, c.status.bind(key)...).Scan(&status)
+		err = c.db.QueryRowContext(sctx, c.status.sql, c.status.bind(o)...).Scan(dest...)
 	}
-	return status, c.timedOut(ctx, err)
+	return status, moved, c.timedOut(ctx, err)
 }
 
 // update runs the close statement and, when it changed a row, the release
@@ -185,12 +204,12 @@ func (c *Closer) lookup(ctx context.Context, key any) (sql.NullString, error) {
 // conflict is run again at once, up to rollbackAttempts times in all: that
 // is the answer the databases document for it, and concurrent duplicates of
 // one order meet exactly that way.
-func (c *Closer) update(ctx context.Context, key any) (int64, error) {
+func (c *Closer) update(ctx context.Context, o order) (int64, error) {
 	return rerunRolledBack(ctx, func() (int64, error) {
 		if c.release.sql == "" && c.cfg.CloseStatement == "" && c.keyUnique {
-			return c.updateAlone(ctx, key)
+			return c.updateAlone(ctx, o)
 		}
-		return c.updateInTx(ctx, key)
+		return c.updateInTx(ctx, o)
 	})
 }
 
@@ -211,8 +230,8 @@ func rerunRolledBack[T any](ctx context.Context, f func() (T, error)) (T, error)
 }
 
 // updateAlone runs the close statement on its own, in autocommit.
-func (c *Closer) updateAlone(ctx context.Context, key any) (int64, error) {
-	res, err := c.exec(ctx, nil, c.close, key)
+func (c *Closer) updateAlone(ctx context.Context, o order) (int64, error) {
+	res, err := c.exec(ctx, nil, c.close, o)
 	if err != nil {
 		return 0, fmt.Errorf("update %s: %w", c.cfg.Table, err)
 	}
@@ -228,7 +247,7 @@ func (c *Closer) updateAlone(ctx context.Context, key any) (int64, error) {
 
 // updateInTx runs the close statement and, when it changed one row, the
 // release statement, in one transaction that it commits only then.
-func (c *Closer) updateInTx(ctx context.Context, key any) (int64, error) {
+func (c *Closer) updateInTx(ctx context.Context, o order) (int64, error) {
 	// The transaction lives at most as long as its statements may:
 	// prepare, begin, close, release, commit.
 	tctx, cancel := context.WithTimeout(ctx, 5*c.cfg.StatementTimeout)
@@ -240,7 +259,7 @@ func (c *Closer) updateInTx(ctx context.Context, key any) (int64, error) {
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit: sql.ErrTxDone, ignored
 
-	res, err := c.exec(tctx, tx, c.close, key)
+	res, err := c.exec(tctx, tx, c.close, o)
 	if err != nil {
 		return 0, fmt.Errorf("update %s: %w", c.cfg.Table, err)
 	}
@@ -255,7 +274,7 @@ func (c *Closer) updateInTx(ctx context.Context, key any) (int64, error) {
 		return 0, c.tooMany(n)
 	}
 	if c.release.sql != "" {
-		if _, err := c.exec(tctx, tx, c.release, key); err != nil {
+		if _, err := c.exec(tctx, tx, c.release, o); err != nil {
 			return 0, fmt.Errorf("release: %w", err)
 		}
 	}
@@ -290,12 +309,12 @@ func (c *Closer) tooMany(n int64) error {
 		c.cfg.Table, n))
 }
 
-// exec runs q in tx, or on its own when tx is nil, bounded by
-// StatementTimeout.
-func (c *Closer) exec(ctx context.Context, tx *sql.Tx, q *query, key any) (sql.Result, error) {
+// exec runs q for the order o in tx, or on its own when tx is nil,
+// bounded by StatementTimeout.
+func (c *Closer) exec(ctx context.Context, tx *sql.Tx, q *query, o order) (sql.Result, error) {
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StatementTimeout)
 	defer cancel()
-	res, err := q.exec(sctx, c.db, tx, q.bind(key))
+	res, err := q.exec(sctx, c.db, tx, q.bind(o))
 	return res, c.timedOut(ctx, err)
 }
 

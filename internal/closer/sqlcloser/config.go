@@ -96,6 +96,18 @@ type Config struct {
 	// ClosedAtColumn is set to the database's current time by a close;
 	// "-" means the table has none. Default "closed_at".
 	ClosedAtColumn string `yaml:"closed_at_column"`
+	// DeadlineColumn, when set, names the order's own deadline, a
+	// timestamp column (timestamptz or timestamp on Postgres, DATETIME
+	// or TIMESTAMP on MySQL, read as UTC), and guards a moved deadline:
+	// a close applies only when the stored deadline, to the millisecond,
+	// is not after the record's (hourglass-deadline on a retry, else
+	// hourglass-due), compared with the record's time, not the clock's.
+	// An order still open whose stored deadline is later is left as it
+	// is, outcome.Moved with the stored deadline as Detail; a NULL
+	// deadline guards nothing (the order closes as without the column).
+	// New checks the column's type. Not with CloseStatement or
+	// StatusStatement. Default: none (no guard).
+	DeadlineColumn string `yaml:"deadline_column"`
 
 	// CloseStatement replaces the default conditional update for unusual
 	// schemas. Its only parameter is the task id, written $1 (postgres) or
@@ -268,6 +280,7 @@ func (c Config) checkSchema(p *problems) {
 	if c.ClosedAtColumn != NoColumn && !identRE.MatchString(c.ClosedAtColumn) {
 		p.add("closed_at_column: %q is not an identifier (letters, digits and _) or %q", c.ClosedAtColumn, NoColumn)
 	}
+	c.checkDeadline(p)
 	for i, s := range c.OpenStatuses {
 		switch {
 		case s == "":

@@ -158,6 +158,47 @@ func TestConfigValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "deadline column",
+			cfg:  func() sqlcloser.Config { c := my(); c.DeadlineColumn = "expires_at"; return c },
+		},
+		{
+			name: "deadline column not an identifier",
+			cfg:  func() sqlcloser.Config { c := pg(); c.DeadlineColumn = "expires at"; return c },
+			want: []string{`deadline_column: "expires at" is not an identifier (letters, digits and _)`},
+		},
+		{
+			name: "deadline column is the status column",
+			cfg: func() sqlcloser.Config {
+				c := my()
+				c.DeadlineColumn = "Status"
+				return c
+			},
+			want: []string{`deadline_column: "Status" is also the status_column`},
+		},
+		{
+			name: "postgres deadline column differs from the status column by case",
+			cfg:  func() sqlcloser.Config { c := pg(); c.DeadlineColumn = "Status"; return c },
+		},
+		{
+			name: "deadline column is the closed_at column",
+			cfg:  func() sqlcloser.Config { c := pg(); c.DeadlineColumn = "closed_at"; return c },
+			want: []string{`deadline_column: "closed_at" is also the closed_at_column`},
+		},
+		{
+			name: "deadline column with custom statements",
+			cfg: func() sqlcloser.Config {
+				c := pg()
+				c.DeadlineColumn = "expires_at"
+				c.CloseStatement = "UPDATE orders SET status = 'CLOSED' WHERE id = $1 AND status = 'UNPAID'"
+				c.StatusStatement = "SELECT status FROM orders WHERE id = $1"
+				return c
+			},
+			want: []string{
+				"deadline_column: not with a close_statement, which would have to compare the deadline itself",
+				"deadline_column: not with a status_statement",
+			},
+		},
+		{
 			name: "table with two dots",
 			cfg:  func() sqlcloser.Config { c := pg(); c.Table = "db.shop.orders"; return c },
 			want: []string{`table: "db.shop.orders" is not an identifier`},
@@ -314,6 +355,7 @@ status_column: status
 open_statuses: [UNPAID, PENDING]
 closed_status: CLOSED
 closed_at_column: closed_at
+deadline_column: expires_at
 close_statement: ""
 status_statement: ""
 release_statement: UPDATE stock SET qty = qty + 1 WHERE order_id = $1
@@ -343,6 +385,7 @@ reconcile:
 		OpenStatuses:     []string{"UNPAID", "PENDING"},
 		ClosedStatus:     "CLOSED",
 		ClosedAtColumn:   "closed_at",
+		DeadlineColumn:   "expires_at",
 		ReleaseStatement: "UPDATE stock SET qty = qty + 1 WHERE order_id = $1",
 		MaxOpenConns:     20,
 		MaxIdleConns:     5,

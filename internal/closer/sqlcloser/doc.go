@@ -102,6 +102,39 @@
 // and, for an integer column, binds the task id as an integer parsed
 // strictly; an id that does not parse is a permanent error.
 //
+// # Moved deadlines
+//
+// With deadline_column (the order's own deadline, a timestamp column), the
+// database guards a deadline moved later: the close applies only when the
+// stored deadline, to the millisecond, is not after the record's
+// (hourglass-deadline on a retry, else hourglass-due). It compares with
+// the record's time, not the clock's, so a replayed record ends the same
+// way:
+//
+//	UPDATE "orders" SET "status" = $2, "closed_at" = now()
+//	WHERE "id" = $1 AND "status" IN ($3)
+//	  AND ("expires_at" IS NULL OR "expires_at" < CAST($4 AS pg_catalog.timestamptz))
+//
+// $4 is the record's deadline truncated to the millisecond, plus one
+// millisecond, as UTC text, cast to the column's own type on Postgres
+// (New looks it up: timestamptz compares instants, and timestamp UTC wall
+// clocks whatever the session's time zone) and to DATETIME(6) on MySQL,
+// whose session runs in UTC. A NULL deadline guards nothing: the order
+// closes as without the column. An order that the guard left open is
+// outcome.Moved, with the stored deadline (UTC, RFC 3339 to the
+// millisecond) as Result.Detail; the status lookup reads it,
+//
+//	SELECT "status", CASE WHEN "status" IN ($2) AND "expires_at" >= CAST($3 AS ...)
+//	       THEN "expires_at" END FROM "orders" WHERE "id" = $1
+//
+// and a paid or closed order is skipped or already_closed as before,
+// whatever its deadline. A batch compares each order with its own
+// record's deadline (a second text array on Postgres, a second column of
+// the ids' table on MySQL); two records of one order with different
+// deadlines in one batch end as if the one that closes it ran first. A
+// task without a deadline fails permanently. Reconcile gives its closes
+// the run's start minus the grace as their deadline.
+//
 // # Errors
 //
 // Errors wrap the operation and the task id. Those a retry cannot fix are

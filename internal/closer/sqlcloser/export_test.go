@@ -19,16 +19,29 @@ func BatchesRun(c *Closer) int64 { return c.batch.ran.Load() }
 // CloseBatch closes ids as Close would if they were all queued when a
 // batch started: in one batch, then each finished as its Close would.
 func CloseBatch(ctx context.Context, c *Closer, ids []string) ([]closer.Result, []error) {
-	res, errs := make([]closer.Result, len(ids)), make([]error, len(ids))
+	tasks := make([]closer.Task, len(ids))
+	for i, id := range ids {
+		tasks[i] = closer.Task{ID: id}
+	}
+	return CloseTasks(ctx, c, tasks)
+}
+
+// CloseTasks is CloseBatch for tasks.
+func CloseTasks(ctx context.Context, c *Closer, tasks []closer.Task) ([]closer.Result, []error) {
+	res, errs := make([]closer.Result, len(tasks)), make([]error, len(tasks))
 	var ps []*pending
 	var at []int
-	for i, id := range ids {
-		key, err := c.keyArg(id)
+	for i, t := range tasks {
+		key, err := c.keyArg(t.ID)
+		var o order
+		if err == nil {
+			o, err = c.orderOf(t, key)
+		}
 		if err != nil {
-			res[i], errs[i] = c.Close(ctx, closer.Task{ID: id}) // fails before batching
+			res[i], errs[i] = c.Close(ctx, t) // fails before batching
 			continue
 		}
-		ps = append(ps, &pending{ctx: ctx, id: id, key: key, done: make(chan struct{})})
+		ps = append(ps, &pending{ctx: ctx, order: o, done: make(chan struct{})})
 		at = append(at, i)
 	}
 	c.runBatch(ps)

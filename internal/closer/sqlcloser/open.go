@@ -43,22 +43,19 @@ func New(ctx context.Context, cfg Config) (*Closer, error) {
 	db.SetMaxIdleConns(cfg.MaxIdleConns)
 	db.SetConnMaxLifetime(cfg.ConnMaxLifetime)
 
-	// MySQL runs the fixed statements prepared; Postgres runs them in
-	// pgx's exec mode, one round trip without a named prepared statement.
-	prepare := cfg.Driver == DriverMySQL
-	c := &Closer{
-		cfg:     cfg,
-		db:      db,
-		close:   newQuery(closeStatement(cfg), prepare),
-		status:  newQuery(statusStatement(cfg), prepare),
-		release: newQuery(releaseStatement(cfg), prepare),
-	}
+	c := &Closer{cfg: cfg, db: db}
 	pctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout)
 	defer cancel()
 	if err := c.inspect(pctx, where, interpolate); err != nil {
-		_ = c.Stop()
+		_ = db.Close()
 		return nil, fmt.Errorf("sql closer: %w", err)
 	}
+	// MySQL runs the fixed statements prepared; Postgres runs them in
+	// pgx's exec mode, one round trip without a named prepared statement.
+	prepare := cfg.Driver == DriverMySQL
+	c.close = newQuery(closeStatement(cfg, c.deadlineType), prepare)
+	c.status = newQuery(statusStatement(cfg, c.deadlineType), prepare)
+	c.release = newQuery(releaseStatement(cfg), prepare)
 	// Prepare the statements now, so that the first closes do not wait
 	// for it. A statement that cannot be prepared yet (the table is not
 	// there) is prepared again by the close that needs it, and fails
@@ -144,8 +141,9 @@ func openMySQL(cfg Config, dsn string, tc *tls.Config) (db *sql.DB, where string
 
 // inspect pings the database named where and looks up what New needs of
 // it: the session's character set when interpolate, the key column's type
-// (mysql) and whether it is unique (default close statement) and, when
-// closes are batched, the key column's type (postgres).
+// (mysql) and whether it is unique (default close statement), the deadline
+// column's type when there is one and, when closes are batched, the key
+// column's type (postgres).
 func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) error {
 	cfg := c.cfg
 	if err := c.db.PingContext(ctx); err != nil {
@@ -165,6 +163,11 @@ func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) er
 	if cfg.CloseStatement == "" {
 		if c.keyUnique, err = c.keyIsUnique(ctx); err != nil {
 			return fmt.Errorf("%s: look up the unique indexes of %s: %w", where, cfg.Table, err)
+		}
+	}
+	if cfg.DeadlineColumn != "" {
+		if c.deadlineType, err = c.lookUpDeadlineType(ctx); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	if cfg.MaxBatch > 1 && cfg.CloseStatement == "" && c.keyUnique {

@@ -9,6 +9,7 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // reportListMax bounds ReconcileReport.Closed and ReconcileReport.Failed.
@@ -64,6 +65,10 @@ type ReconcileFailure struct {
 // of reconcile.page_size by the (status, created_at) index, with keyset
 // pagination on (created_at, key), and closes each order of a page before
 // reading the next.
+//
+// Each close's task has the run's start - o.Grace as its deadline
+// (Meta.Due), so that with a deadline column an order whose stored deadline
+// is later is left open, outcome.Moved, and closes in the run after it.
 //
 // It is safe while the pipeline runs (an order the pipeline closed first
 // yields already_closed, or leaves the scan) and idempotent: a second run
@@ -129,6 +134,7 @@ func (c *Closer) reconcile(ctx context.Context, via closer.Closer, o ReconcileOp
 // through via, recording the outcome in rep. A failed close is recorded
 // and the page goes on; ctx ending ends it with ctx's error.
 func (c *Closer) closePage(ctx context.Context, via closer.Closer, o ReconcileOptions, page []dueOrder, rep *ReconcileReport) error {
+	due := rep.Cutoff.Add(c.cfg.Reconcile.Deadline) // the run's start - grace
 	for i := range page {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("reconcile %s: %w", c.cfg.Table, err)
@@ -138,7 +144,7 @@ func (c *Closer) closePage(ctx context.Context, via closer.Closer, o ReconcileOp
 			continue
 		}
 		id := page[i].id
-		res, err := via.Close(ctx, closer.Task{ID: id, Kind: o.Kind, Attempt: 1})
+		res, err := via.Close(ctx, closer.Task{ID: id, Kind: o.Kind, Attempt: 1, Meta: tiers.Meta{Due: due}})
 		if err == nil && !res.Outcome.Final() {
 			err = fmt.Errorf("close %q: closer returned outcome %q without an error", id, res.Outcome)
 		}

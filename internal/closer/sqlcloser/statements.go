@@ -45,13 +45,16 @@ type argRef struct {
 type argKind int
 
 const (
-	argKey      argKind = iota // the task id
-	argLiteral                 // a configured value (a status)
-	argCutoff                  // reconcile: orders created before this are due
-	argAfterAt                 // reconcile: created_at of the last row of the previous page
-	argAfterKey                // reconcile: key of the last row of the previous page
-	argKeys                    // batch, postgres: the task ids as a text array
-	argBatchKey                // batch, mysql: the task id at index
+	argKey        argKind = iota // the task id
+	argLiteral                   // a configured value (a status)
+	argCutoff                    // reconcile: orders created before this are due
+	argAfterAt                   // reconcile: created_at of the last row of the previous page
+	argAfterKey                  // reconcile: key of the last row of the previous page
+	argKeys                      // batch, postgres: the task ids as a text array
+	argBatchKey                  // batch, mysql: the task id at index
+	argBound                     // deadline guard: the order's bound (see order)
+	argBounds                    // batch, postgres: the bounds as a text array
+	argBatchBound                // batch, mysql: the bound at index
 )
 
 // builder appends SQL and placeholders in the dialect's style.
@@ -100,10 +103,38 @@ func (b *builder) in(col string, values []string) *builder {
 
 func (b *builder) statement() statement { return statement{sql: b.sb.String(), args: b.args} }
 
-// closeStatement is the conditional update:
+// due appends the deadline guard of a close: the deadline column of the
+// row alias ("" or "o.") is NULL or before the bound that bound appends,
+// cast to dlType:
+//
+//	("expires_at" IS NULL OR "expires_at" < CAST($4 AS pg_catalog.timestamptz))
+func (b *builder) due(c Config, alias, dlType string, bound func(*builder)) *builder {
+	dl := alias + b.d.ident(c.DeadlineColumn)
+	b.sql("(", dl, " IS NULL OR ", dl, " < CAST(")
+	bound(b)
+	return b.sql(" AS ", dlType, "))")
+}
+
+// moved appends the stored deadline of an order that the guard (see due)
+// left open, NULL for any other order:
+//
+//	CASE WHEN "status" IN ($2) AND "expires_at" >= CAST($3 AS pg_catalog.timestamptz) THEN "expires_at" END
+func (b *builder) moved(c Config, alias, dlType string, bound func(*builder)) *builder {
+	dl := alias + b.d.ident(c.DeadlineColumn)
+	b.sql("CASE WHEN ", alias).in(c.StatusColumn, c.OpenStatuses).sql(" AND ", dl, " >= CAST(")
+	bound(b)
+	return b.sql(" AS ", dlType, ") THEN ", dl, " END")
+}
+
+// boundArg appends the bound of a single close as a parameter.
+func boundArg(b *builder) { b.arg(argRef{kind: argBound}) }
+
+// closeStatement is the conditional update, with a deadline column
+// guarded (dlType is what the bound is cast to; see Closer.lookUpDeadlineType):
 //
 //	UPDATE "orders" SET "status" = $2, "closed_at" = now() WHERE "id" = $1 AND "status" IN ($3)
-func closeStatement(c Config) statement {
+//	  AND ("expires_at" IS NULL OR "expires_at" < CAST($4 AS pg_catalog.timestamptz))
+func closeStatement(c Config, dlType string) statement {
 	if c.CloseStatement != "" {
 		return statement{sql: c.CloseStatement, args: []argRef{{kind: argKey}}}
 	}
@@ -118,17 +149,30 @@ func closeStatement(c Config) statement {
 	}
 	b.sql(" WHERE ").ident(c.KeyColumn).sql(" = ").arg(argRef{kind: argKey}).sql(" AND ").
 		in(c.StatusColumn, c.OpenStatuses)
+	if c.DeadlineColumn != "" {
+		b.sql(" AND ").due(c, "", dlType, boundArg)
+	}
 	return b.statement()
 }
 
-// statusStatement looks up the current state of one order.
-func statusStatement(c Config) statement {
+// statusStatement looks up the current state of one order, and with a
+// deadline column the stored deadline when that is what left it open
+// (see builder.moved):
+//
+//	SELECT "status", CASE WHEN ... END FROM "orders" WHERE "id" = $1
+func statusStatement(c Config, dlType string) statement {
 	if c.StatusStatement != "" {
 		return statement{sql: c.StatusStatement, args: []argRef{{kind: argKey}}}
 	}
 	b := &builder{d: dialectOf(c.Driver)}
-	b.sql("SELECT ").ident(c.StatusColumn).sql(" FROM ").ident(c.Table).sql(" WHERE ").
-		ident(c.KeyColumn).sql(" = ").arg(argRef{kind: argKey})
+	if b.d.driver == DriverPostgres {
+		b.args = []argRef{{kind: argKey}}
+	}
+	b.sql("SELECT ").ident(c.StatusColumn)
+	if c.DeadlineColumn != "" {
+		b.sql(", ").moved(c, "", dlType, boundArg)
+	}
+	b.sql(" FROM ").ident(c.Table).sql(" WHERE ").ident(c.KeyColumn).sql(" = ").arg(argRef{kind: argKey})
 	return b.statement()
 }
 
