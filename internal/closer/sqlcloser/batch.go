@@ -9,9 +9,13 @@ import (
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
-// batchFlushers is how many batches run at once. While they all run, new
-// closes queue up and go out together in the next batch, so batches grow
-// with the load; a close that finds a flusher free goes out at once.
+// batchFlushers is how many batches (a lone close is a batch of one) run
+// at once, at most max_open_conns. While they all run, new closes queue up
+// and go out together in the next batch, so batches grow with the load; a
+// close that finds fewer running goes out at once. With two, 10 closes in
+// flight (the canceller's default) make batches of about three orders on
+// Postgres, 50 about fifteen (see BenchmarkClose); four flushers made
+// batches of about two and closed no faster.
 const batchFlushers = 2
 
 // batcher groups the closes that are ready at the same moment (group
@@ -19,8 +23,10 @@ const batchFlushers = 2
 // queued right then, up to max, and closes it in one batch (see
 // Closer.runBatch). Nothing waits for a batch to fill.
 type batcher struct {
-	run func([]*pending)
-	max int
+	run      func([]*pending)
+	max      int
+	min      int // smaller batches run as single closes, at once
+	flushers int // at most this many flushers run
 
 	mu     sync.Mutex
 	queue  []*pending
@@ -34,9 +40,10 @@ type pending struct {
 	ctx context.Context
 	order
 
-	done chan struct{} // closed when the batch settled next and res
+	done chan struct{} // closed when the batch settled next, res and err
 	next step
 	res  closer.Result // when next is stepDone
+	err  error         // when next is stepDone
 }
 
 // step says what the close does once its batch is over.
@@ -44,25 +51,38 @@ type step int
 
 const (
 	stepAlone  step = iota // run the close on its own: the batch failed, or was not run
-	stepDone               // res is the outcome
+	stepDone               // res and err are the outcome
 	stepLookup             // the batch changed no row: look the status up
 )
 
-// submit queues p and starts a flusher when fewer than batchFlushers run.
+// submit runs p, or queues it for the next batch while b.flushers batches
+// run. A close that finds fewer running runs at once, on the caller's
+// goroutine: the queue is empty then, since flushers stop only when it
+// is. The closes queued meanwhile go to a flusher that the caller starts
+// before it returns.
 func (b *batcher) submit(p *pending) {
 	b.mu.Lock()
-	b.queue = append(b.queue, p)
-	start := b.active < batchFlushers
-	if start {
-		b.active++
+	if b.active >= b.flushers {
+		b.queue = append(b.queue, p)
+		b.mu.Unlock()
+		return
+	}
+	b.active++
+	b.mu.Unlock()
+	b.run([]*pending{p})
+	b.mu.Lock()
+	more := len(b.queue) > 0
+	if !more {
+		b.active--
 	}
 	b.mu.Unlock()
-	if start {
+	if more {
 		go b.flush()
 	}
 }
 
-// flush runs batches of what is queued until the queue is empty.
+// flush runs batches of what is queued until the queue is empty, in a
+// flusher's place (counted in b.active), which it then leaves.
 func (b *batcher) flush() {
 	for {
 		b.mu.Lock()
@@ -83,15 +103,20 @@ func (b *batcher) flush() {
 	}
 }
 
-// closeBatched queues the close of o and finishes it once its batch is
-// over: with the batch's outcome, a status lookup, or on its own.
+// closeBatched runs the close of o in a batch (see batcher.submit) and
+// finishes it once its batch is over: with the batch's outcome, a status
+// lookup, or on its own.
 func (c *Closer) closeBatched(ctx context.Context, o order) (closer.Result, error) {
 	p := &pending{ctx: ctx, order: o, done: make(chan struct{})}
 	c.batch.submit(p)
 	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", o.id, ctx.Err())
+	case <-p.done: // at once when submit ran it
+	default:
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return closer.Result{Outcome: outcome.Failed}, c.wrap(ctx, "close", o.id, ctx.Err())
+		}
 	}
 	return c.finish(ctx, p)
 }
@@ -100,20 +125,24 @@ func (c *Closer) closeBatched(ctx context.Context, o order) (closer.Result, erro
 func (c *Closer) finish(ctx context.Context, p *pending) (closer.Result, error) {
 	switch p.next {
 	case stepDone:
-		return p.res, nil
+		return p.res, p.err
 	case stepLookup:
 		return c.statusOutcome(ctx, p.order)
 	}
 	return c.closeAlone(ctx, p.order)
 }
 
-// runBatch closes the orders of ps together and settles each of them. The
-// closes whose ctx ended are left out. Duplicates of one order (the same
-// id and deadline) are closed once: the first is closed, the others
-// already closed, as one close after the other would be. When the batch
-// fails, or holds a single order, every close runs on its own
-// (closeAlone), so that one bad row fails only itself.
-func (c *Closer) runBatch(ps []*pending) {
+// runBatch closes the orders of ps together (see runBatchOf).
+func (c *Closer) runBatch(ps []*pending) { c.runBatchOf(ps, c.batch.min) }
+
+// runBatchOf closes the orders of ps together, when there are at least
+// least of them, and settles each close. The closes whose ctx ended are
+// left out. Duplicates of one order (the same id and deadline) are closed once:
+// the first is closed, the others already closed, as one close after the
+// other would be. A batch of one order is the single close (runAlone).
+// When a batch fails, or holds fewer than least orders, every close runs
+// on its own (closeAlone), so that one bad row fails only itself.
+func (c *Closer) runBatchOf(ps []*pending, least int) {
 	defer func() {
 		for _, p := range ps {
 			close(p.done)
@@ -131,8 +160,14 @@ func (c *Closer) runBatch(ps []*pending) {
 		}
 		groups[k] = append(groups[k], p)
 	}
-	if len(orders) < 2 {
-		return // stepAlone: today's single close, one round trip
+	switch {
+	case len(orders) == 0:
+		return
+	case len(orders) == 1:
+		c.runAlone(groups[orders[0].batchKey()])
+		return
+	case len(orders) < least:
+		return // stepAlone: each runs on its own, at once
 	}
 	out, err := c.batchClose(orders)
 	if err != nil {
@@ -141,6 +176,25 @@ func (c *Closer) runBatch(ps []*pending) {
 	c.batch.ran.Add(1)
 	for i, o := range orders {
 		c.settle(groups[o.batchKey()], out[i])
+	}
+}
+
+// runAlone closes the one order of a batch on its own, for the first of
+// ps, and settles the others as one close after the other would: already
+// closed after a close, the same outcome otherwise. When the close fails,
+// the others run on their own.
+func (c *Closer) runAlone(ps []*pending) {
+	first := ps[0]
+	res, err := c.closeAlone(first.ctx, first.order)
+	first.next, first.res, first.err = stepDone, res, err
+	for _, p := range ps[1:] {
+		switch {
+		case err != nil: // stepAlone
+		case res.Outcome == outcome.Closed:
+			p.next, p.res = stepDone, closer.Result{Outcome: outcome.AlreadyClosed}
+		default:
+			p.next, p.res = stepDone, res
+		}
 	}
 }
 

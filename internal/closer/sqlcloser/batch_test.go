@@ -272,27 +272,47 @@ func TestCloseBatchBadID(t *testing.T) {
 	}
 }
 
-// TestCloseBatches: a close alone goes out alone, closes that come
-// together go out in batches, and max_batch 1 turns batching off.
+// TestCloseBatches: with the default config, a close alone goes out
+// alone, closes that come together go out in batches (on Postgres also as
+// few as the canceller's default --max-in-flight, 10; on MySQL at least
+// 16), and max_batch 1 turns batching off.
 func TestCloseBatches(t *testing.T) {
 	t.Parallel()
 	for _, driver := range drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			c, b := setup(t, driver, func(c *sqlcloser.Config, _ *bundle) { c.MaxOpenConns = 20 })
-			const n = 200
+			c, b := setup(t, driver, nil)
+			const n = 400
 			b.seed(t, n)
 			if got := mustClose(t, c, "1"); got.Outcome != outcome.Closed || sqlcloser.BatchesRun(c) != 0 {
 				t.Errorf("close alone = %+v after %d batches; want closed, no batch", got, sqlcloser.BatchesRun(c))
 			}
-			outcomes := runConcurrently(t, n, func(i int) (closer.Result, error) { return closeOne(t, c, id(int64(i+1))) })
-			if outcomes[outcome.Closed] != n-1 || outcomes[outcome.AlreadyClosed] != 1 {
-				t.Errorf("outcomes = %v, want %d closed, 1 already_closed", outcomes, n-1)
+			outcomes := runConcurrently(t, n/2, func(i int) (closer.Result, error) { return closeOne(t, c, id(int64(i+1))) })
+			if outcomes[outcome.Closed] != n/2-1 || outcomes[outcome.AlreadyClosed] != 1 {
+				t.Errorf("outcomes = %v, want %d closed, 1 already_closed", outcomes, n/2-1)
 			}
 			if sqlcloser.BatchesRun(c) == 0 {
 				t.Error("no batch ran")
 			}
-			t.Logf("%d closes at once ran in %d batches and alone", n, sqlcloser.BatchesRun(c))
+			t.Logf("%d closes at once ran in %d batches and alone", n/2, sqlcloser.BatchesRun(c))
+
+			// Rounds of 10 closes at once: while two batches run, the
+			// others are ready at the same moment and go out together;
+			// on MySQL, fewer than 16 close on their own.
+			before := sqlcloser.BatchesRun(c)
+			for round := range 20 {
+				if driver == sqlcloser.DriverPostgres && sqlcloser.BatchesRun(c) > before {
+					break
+				}
+				first := n/2 + 10*round
+				outcomes := runConcurrently(t, 10, func(i int) (closer.Result, error) { return closeOne(t, c, id(int64(first+i+1))) })
+				if outcomes[outcome.Closed] != 10 {
+					t.Fatalf("round %d: outcomes %v, want 10 closed", round, outcomes)
+				}
+			}
+			if ran := sqlcloser.BatchesRun(c) > before; ran != (driver == sqlcloser.DriverPostgres) {
+				t.Errorf("rounds of 10 closes at once ran batches: %t", ran)
+			}
 
 			off := newCloser(t, func() sqlcloser.Config { cfg := b.config(); cfg.MaxBatch = 1; return cfg }())
 			if sqlcloser.Batching(off) {

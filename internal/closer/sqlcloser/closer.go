@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -30,8 +29,7 @@ type Closer struct {
 	// batch groups concurrent closes (see batcher); nil when closes run
 	// one by one (max_batch 1, a custom close statement, a key column
 	// not proven unique).
-	batch    *batcher
-	inFlight atomic.Int64 // closes running, when batching
+	batch *batcher
 	// keyType is the Postgres type of the key column, which the batch
 	// statements cast the task ids to.
 	keyType string
@@ -92,10 +90,10 @@ func (st *statement) bind(o order) []any {
 // statement, in the same transaction) and, when it changed no row, a status
 // lookup that tells AlreadyClosed, Skipped (Detail is the state),
 // NotFound and, with a deadline column, Moved (Detail is the stored
-// deadline) apart. Beyond MaxOpenConns closes in flight, a close waits for
-// a batch instead (see the package doc, Batches). Errors are wrapped with
-// the operation and the task id; the ones that will not go away on a retry
-// are marked closer.Permanent.
+// deadline) apart. Closes that are ready at the same moment go out
+// together, in a batch (see the package doc, Batches). Errors are wrapped
+// with the operation and the task id; the ones that will not go away on a
+// retry are marked closer.Permanent.
 // When ctx ends, the error wraps ctx's error.
 func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
 	failed := closer.Result{Outcome: outcome.Failed}
@@ -114,14 +112,7 @@ func (c *Closer) Close(ctx context.Context, t closer.Task) (closer.Result, error
 		return failed, closer.Permanent(fmt.Errorf("close %q: %w", t.ID, err))
 	}
 	if c.batch != nil {
-		// Up to max_open_conns closes at once each have a connection
-		// and go out on their own; the closes beyond those, which
-		// would wait for a connection, wait for a batch instead.
-		n := c.inFlight.Add(1)
-		defer c.inFlight.Add(-1)
-		if n > int64(c.cfg.MaxOpenConns) {
-			return c.closeBatched(ctx, o)
-		}
+		return c.closeBatched(ctx, o)
 	}
 	return c.closeAlone(ctx, o)
 }

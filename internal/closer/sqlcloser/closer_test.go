@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -622,54 +620,6 @@ func TestCloseOutage(t *testing.T) {
 		if r, _ := b.row(t, i); r.status != want {
 			t.Errorf("order %d is %q, want %q", i, r.status, want)
 		}
-	}
-}
-
-// BenchmarkClose measures closes per second against the shared Postgres
-// with 10, 50 and 1000 closes in flight, as the canceller runs them, one
-// by one (max_batch 1) and batched (the default).
-//
-//	go test -run '^$' -bench 'BenchmarkClose' -benchtime 20000x ./internal/closer/sqlcloser
-func BenchmarkClose(b *testing.B) { benchmarkClose(b, sqlcloser.DriverPostgres) }
-
-// BenchmarkCloseMySQL is BenchmarkClose against the shared MySQL/MariaDB.
-func BenchmarkCloseMySQL(b *testing.B) { benchmarkClose(b, sqlcloser.DriverMySQL) }
-
-func benchmarkClose(b *testing.B, driver string) {
-	for _, inFlight := range []int{10, 50, 1000} {
-		for _, maxBatch := range []int{1, sqlcloser.DefaultMaxBatch} {
-			b.Run(fmt.Sprintf("in_flight=%d/max_batch=%d", inFlight, maxBatch), func(b *testing.B) {
-				benchmarkCloses(b, driver, inFlight, maxBatch)
-			})
-		}
-	}
-}
-
-func benchmarkCloses(b *testing.B, driver string, inFlight, maxBatch int) {
-	bb := newBundle(b, driver)
-	bb.seed(b, b.N)
-	cfg := bb.config()
-	cfg.MaxOpenConns = 20
-	cfg.MaxBatch = maxBatch
-	c := newCloser(b, cfg)
-
-	b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	var next, errs atomic.Int64
-	ctx := context.Background()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			n := next.Add(1)
-			res, err := c.Close(ctx, closer.Task{ID: id(n)})
-			if err != nil || res.Outcome != outcome.Closed {
-				errs.Add(1)
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "closes/s")
-	if n := errs.Load(); n > 0 {
-		b.Fatalf("%d closes failed or did not close", n)
 	}
 }
 

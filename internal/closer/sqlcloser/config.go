@@ -133,8 +133,8 @@ type Config struct {
 	// rolled back and reported as failed. Default: none.
 	ReleaseStatement string `yaml:"release_statement"`
 
-	// MaxOpenConns bounds the pool. Closes in flight beyond it are batched
-	// (see MaxBatch). Default 10.
+	// MaxOpenConns bounds the pool; batches (see MaxBatch) take at most
+	// two of its connections at once. Default 10.
 	MaxOpenConns int `yaml:"max_open_conns"`
 	// MaxIdleConns is how many idle connections the pool keeps; at most
 	// MaxOpenConns. Default MaxOpenConns.
@@ -146,16 +146,17 @@ type Config struct {
 	// the DSN sets one. Default 5s.
 	StatementTimeout time.Duration `yaml:"statement_timeout"`
 
-	// MaxBatch bounds how many closes go out together. The closes that
-	// are waiting when a batch starts (at most MaxBatch) close in one
-	// transaction: one statement for all (and the release statement for
-	// each order closed), then one status query for those it did not
-	// change. Nothing waits for a batch to fill: a close that comes alone
-	// goes out alone, and batches grow only while earlier ones run. A
-	// batch that fails runs again order by order, so that one bad row
-	// fails only itself. 1 turns batching off; it is off anyway with a
-	// CloseStatement or a key column not proven unique. At most 10000.
-	// Default 500.
+	// MaxBatch bounds how many closes go out together. Two batches run at
+	// once; the closes that are ready when one starts (at most MaxBatch)
+	// close in one transaction: one statement for all (and the release
+	// statement for each order closed), then one status query for those
+	// it did not change. On MySQL fewer than 16 close on their own
+	// instead: a MySQL batch takes several round trips. Nothing waits for
+	// a batch to fill: a close that finds a batch free goes out at once,
+	// alone, and batches grow only while earlier ones run. A batch that
+	// fails runs again order by order, so that one bad row fails only
+	// itself. 1 turns batching off; it is off anyway with a CloseStatement
+	// or a key column not proven unique. At most 10000. Default 500.
 	MaxBatch int `yaml:"max_batch"`
 
 	// Reconcile configures the reconcile scan.

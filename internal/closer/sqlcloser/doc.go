@@ -38,13 +38,18 @@
 //
 // # Batches
 //
-// When more closes are in flight than max_open_conns (the canceller's
-// --max-in-flight above it), the closes beyond those, which would wait for
-// a connection, are batched instead (group commit): Close queues its
-// order, and one of two flushers takes everything queued at that moment,
-// at most max_batch (default 500; 1 turns batching off), and closes it
-// together. Nothing waits for a batch to fill; a batch of one order runs
-// as the single close above. On Postgres, with the ids as one text array:
+// Closes that are ready at the same moment close together (group
+// commit): Close queues its order, and one of two flushers (at most
+// max_open_conns) takes everything queued at that moment, at most
+// max_batch (default 500; 1 turns batching off), and closes it together.
+// A close that finds a flusher free goes out at once, on the caller's
+// goroutine, as the single close above: nothing waits for a batch to
+// fill, and on a quiet day a close takes as long as unbatched. While both
+// flushers run, the closes that come queue up, so batches grow with the
+// load: on Postgres a canceller busy with its default --max-in-flight of
+// 10 closes about three orders per batch, with 50 about fifteen. On MySQL,
+// where a batch takes several round trips, fewer than 16 orders close on
+// their own, at once. On Postgres, with the ids as one text array:
 //
 //	UPDATE "orders" AS o SET "status" = $2, "closed_at" = now()
 //	FROM (SELECT CAST(v AS pg_catalog.int8) AS v, min(n) AS n

@@ -183,7 +183,10 @@ func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) er
 				return fmt.Errorf("%s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
 			}
 		}
-		c.batch = &batcher{run: c.runBatch, max: cfg.MaxBatch}
+		c.batch = &batcher{run: c.runBatch, max: cfg.MaxBatch, min: 2, flushers: min(batchFlushers, cfg.MaxOpenConns)}
+		if cfg.Driver == DriverMySQL {
+			c.batch.min = mysqlMinBatch
+		}
 	}
 	return nil
 }
