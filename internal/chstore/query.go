@@ -249,8 +249,14 @@ func (v *View) Late(ctx context.Context, threshold time.Duration, limit int) ([]
 		" forwarded_ms, closed_ms, lateness_ms, instance, topic, `partition`, `offset`, copies FROM (%s)"+
 		" WHERE (%s AND lateness_ms > %d) OR outcome = %s ORDER BY closed_ms DESC, topic, `partition`, `offset` LIMIT %d",
 		v.sub, finalIn(), threshold.Milliseconds(), quote(string(outcome.Failed)), limit)
+	return v.s.attempts(ctx, "late attempts", q)
+}
+
+// attempts runs q, whose columns are an Attempt's (the event's fields in
+// order, then the copies), and returns its rows.
+func (s *Store) attempts(ctx context.Context, what, q string) ([]Attempt, error) {
 	var out []Attempt
-	err := v.s.query(ctx, "late attempts", q, func(scan func(...any) error) error {
+	err := s.query(ctx, what, q, func(scan func(...any) error) error {
 		var a Attempt
 		var attempt, hops int32
 		var o string // the driver scans into a string, not a named string type

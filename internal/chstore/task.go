@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/hourglass/hourglass/internal/outcome"
 )
 
 // TaskAttempts returns the close attempts of task id whose rows closed at
@@ -27,20 +25,5 @@ func (s *Store) TaskAttempts(ctx context.Context, id string, from time.Time, lim
 		" FROM %s WHERE task_id = %s AND closed_ms >= %d AND day >= %s"+
 		" GROUP BY topic, `partition`, `offset` ORDER BY first, topic, `partition`, `offset` LIMIT %d",
 		s.table(OutcomesTable), quote(id), f, utcDate(f), limit)
-	var out []Attempt
-	err := s.query(ctx, "attempts of "+id, q, func(scan func(...any) error) error {
-		var a Attempt
-		var attempt, hops int32
-		var o string // the driver scans into a string, not a named string type
-		e := &a.Event
-		if err := scan(&e.TaskID, &e.Kind, &o, &e.Detail, &e.Error, &attempt, &hops, &e.Path,
-			&e.ScheduledMs, &e.DueMs, &e.DeadlineMs, &e.ForwardedMs, &e.ClosedMs, &e.LatenessMs,
-			&e.Instance, &e.Topic, &e.Partition, &e.Offset, &a.Copies); err != nil {
-			return err
-		}
-		e.V, e.Outcome, e.Attempt, e.Hops = outcome.Version, outcome.Outcome(o), int(attempt), int(hops)
-		out = append(out, a)
-		return nil
-	})
-	return out, err
+	return s.attempts(ctx, "attempts of "+id, q)
 }

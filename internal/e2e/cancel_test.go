@@ -64,6 +64,22 @@ func (p *pipe) keysOf(ctx context.Context, topic string) map[string]int {
 	return keys
 }
 
+// scheduler returns a Scheduler of the pipe's tiers and topics, on a
+// client closed when the test ends.
+func (p *pipe) scheduler() *tiers.Scheduler {
+	p.t.Helper()
+	cl, err := kgo.NewClient(p.kafkaOpts()...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(cl.Close)
+	s, err := tiers.NewScheduler(cl, p.table, tiers.WithPrefix(p.prefix))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
 // TestCancelEveryTarget runs the router and the canceller as processes
 // with their default settings, the canceller closing three kinds of task
 // through the three closers: sql (a table in Postgres), http (an order
@@ -109,15 +125,7 @@ func TestCancelEveryTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl, err := kgo.NewClient(p.kafkaOpts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	s, err := tiers.NewScheduler(cl, p.table, tiers.WithPrefix(p.prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := p.scheduler()
 	due := time.Now().Add(12 * time.Second)
 	cancelled := map[string]bool{}
 	var ids []string
@@ -244,15 +252,7 @@ func TestCancelAcrossRebalance(t *testing.T) {
 	if err := p.waitRunning(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(p.kafkaOpts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	s, err := tiers.NewScheduler(cl, p.table, tiers.WithPrefix(p.prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := p.scheduler()
 	due := time.Now().Add(6 * time.Second)
 	for i := range n {
 		id := fmt.Sprintf("order-%d", i)
