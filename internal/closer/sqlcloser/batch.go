@@ -13,9 +13,9 @@ import (
 // at once, at most max_open_conns. While they all run, new closes queue up
 // and go out together in the next batch, so batches grow with the load; a
 // close that finds fewer running goes out at once. With two, 10 closes in
-// flight (the canceller's default) make batches of about three orders on
-// Postgres, 50 about fifteen (see BenchmarkClose); four flushers made
-// batches of about two and closed no faster.
+// flight make batches of about three orders on Postgres, 50 about fifteen
+// (see BenchmarkClose); four flushers made batches of about two and closed
+// no faster.
 const batchFlushers = 2
 
 // batcher groups the closes that are ready at the same moment (group

@@ -274,8 +274,7 @@ func TestCloseBatchBadID(t *testing.T) {
 
 // TestCloseBatches: with the default config, a close alone goes out
 // alone, closes that come together go out in batches (on Postgres also as
-// few as the canceller's default --max-in-flight, 10; on MySQL at least
-// 16), and max_batch 1 turns batching off.
+// few as 10; on MySQL at least 16), and max_batch 1 turns batching off.
 func TestCloseBatches(t *testing.T) {
 	t.Parallel()
 	for _, driver := range drivers {

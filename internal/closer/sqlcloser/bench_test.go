@@ -18,12 +18,13 @@ import (
 )
 
 // BenchmarkClose measures closes against the shared Postgres with 1 (a
-// quiet day: ns/op is a close's latency), 10 (the canceller's default
-// --max-in-flight), 50 and 1000 closes in flight, as the canceller runs them, one by one (max_batch 1) and batched (the
-// default), with the default pool of 10 connections. Besides closes/s,
-// which a busy machine makes noisy, it reports what holds under load:
-// closes per database round (a batch, or a close on its own), and the CPU
-// per close of this process and of the Postgres backends serving the pool.
+// quiet day: ns/op is a close's latency), 10, 50 and 1000 closes in
+// flight, as the canceller runs them, one by one (max_batch 1) and batched
+// (the default), with the default pool of 10 connections. Besides
+// closes/s, which a busy machine makes noisy, it reports what holds under
+// load: closes per database round (a batch, or a close on its own), and
+// the CPU per close of this process and of the Postgres backends serving
+// the pool.
 //
 //	go test -run '^$' -bench 'BenchmarkClose' -benchtime 20000x ./internal/closer/sqlcloser
 func BenchmarkClose(b *testing.B) { benchmarkClose(b, sqlcloser.DriverPostgres) }

@@ -46,8 +46,8 @@
 // goroutine, as the single close above: nothing waits for a batch to
 // fill, and on a quiet day a close takes as long as unbatched. While both
 // flushers run, the closes that come queue up, so batches grow with the
-// load: on Postgres a canceller busy with its default --max-in-flight of
-// 10 closes about three orders per batch, with 50 about fifteen. On MySQL,
+// load: on Postgres a canceller busy with 10 closes in flight closes about
+// three orders per batch, with 50 about fifteen. On MySQL,
 // where a batch takes several round trips, fewer than 16 orders close on
 // their own, at once. On Postgres, with the ids as one text array:
 //
