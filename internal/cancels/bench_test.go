@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -249,14 +250,10 @@ func TestStoreMemoryChild(t *testing.T) {
 // compaction.
 func waitIdle(t testing.TB, s *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+	poll.Until(t, time.Minute, "Pebble to finish flushing and compacting", func() bool {
 		m := s.db.Metrics()
-		if m.Flush.NumInProgress == 0 && m.Compact.NumInProgress == 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, bounded above
-	}
-	t.Fatal("Pebble still flushing or compacting after a minute")
+		return m.Flush.NumInProgress == 0 && m.Compact.NumInProgress == 0
+	}, nil)
 }
 
 // mb converts bytes to MiB, to a tenth.

@@ -19,6 +19,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 // batchAnswer is what the test batch endpoint answers to one request.
@@ -140,17 +141,13 @@ func closeTogether(t *testing.T, c *Closer, s *batchServer, tasks []closer.Task,
 // waitQueued waits until n closes are queued in c's batcher.
 func waitQueued(t *testing.T, c *Closer, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(waitBound); ; time.Sleep(time.Millisecond) {
+	queued := func() int {
 		c.batch.mu.Lock()
-		got := len(c.batch.queue)
-		c.batch.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d closes queued after %v, want %d", got, waitBound, n)
-		}
+		defer c.batch.mu.Unlock()
+		return len(c.batch.queue)
 	}
+	poll.Until(t, waitBound, fmt.Sprintf("%d closes queued", n), func() bool { return queued() == n },
+		func() string { return fmt.Sprintf("%d queued", queued()) })
 }
 
 // TestBatchRequest: a batch is one POST of a JSON array to batch_url with
