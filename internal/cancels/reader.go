@@ -206,6 +206,11 @@ func (r *Reader) start(ctx context.Context) error {
 		assign[p] = kgo.NewOffset().At(next)
 	}
 	r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: assign})
+	// The partitions were just listed: the first rounds list only the end
+	// offsets. The first round runs at once, so that the read of the topic
+	// is over before the first deadline falls due.
+	r.partitionsChecked = time.Now()
+	r.Want(r.cfg.Clock.Now())
 	var behind int64
 	for p, end := range ends {
 		behind += end - r.pos[p]

@@ -23,6 +23,12 @@ const (
 	DefaultShutdownTimeout     = 20 * time.Second
 	DefaultRevokeTimeout       = 5 * time.Second
 	DefaultFetchPartitionBytes = 256 << 10
+	// DefaultBatchWindow is the router command's --batch-window: a few
+	// milliseconds of lateness for deadlines that leave in batches.
+	DefaultBatchWindow = 5 * time.Millisecond
+	// maxBatchWindow bounds BatchWindow: it is lateness added to every
+	// deadline.
+	maxBatchWindow = time.Second
 	// DefaultMaxHeldBytesPerPartition bounds the bytes of the records one
 	// partition holds (waiting, in the timer, or being produced onward). With
 	// the default 6 partitions of 3 tiers and the timer's bytes, the router
@@ -117,6 +123,14 @@ type Config struct {
 	// what a partition can hold beyond MaxHeldPerPartition; default
 	// DefaultFetchPartitionBytes (256 KiB).
 	FetchPartitionBytes int32
+	// BatchWindow makes the router wake on a grid of this interval: what
+	// is ready within one window (deadlines due, hops) leaves together at
+	// its end, checked against the cancellations in one round and produced
+	// in one batch, instead of a round and a produce request for each
+	// instant. It adds at most this much to a deadline's lateness, and
+	// never fires one early. Zero wakes at each ready time; the router
+	// command's --batch-window defaults to DefaultBatchWindow.
+	BatchWindow time.Duration
 	// CommitInterval is the least time between two commits. Offsets are
 	// committed as soon as produces are acknowledged, at most this often, so
 	// a crash repeats about this much traffic; default
@@ -169,6 +183,8 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.IntVar(&c.Limits.Headers, "max-headers", env("max-headers"), tiers.DefaultMaxHeaders, "most headers on a record, besides the contract's")
 	fs.IntVar(&c.Limits.ValueBytes, "max-value-bytes", env("max-value-bytes"), tiers.DefaultMaxValueBytes, "largest value (payload) in `bytes`")
 	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")
+	fs.DurationVar(&c.BatchWindow, "batch-window", env("batch-window"), DefaultBatchWindow,
+		"what falls due within one window leaves together at its end, in one check of the cancellations and one produce batch; adds at most this to lateness (0: each at its instant)")
 	fs.DurationVar(&c.CommitInterval, "commit-interval", env("commit-interval"), DefaultCommitInterval,
 		"least time between two commits; offsets are committed as produces are acknowledged, so a crash repeats about this much")
 	fs.DurationVar(&c.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
@@ -277,6 +293,9 @@ func (c Config) Validate() []error {
 		if d.v <= 0 {
 			p.Add(d.flag, "%v: must be positive", d.v)
 		}
+	}
+	if c.BatchWindow < 0 || c.BatchWindow > maxBatchWindow {
+		p.Add("batch-window", "%v: want 0 to %v", c.BatchWindow, maxBatchWindow)
 	}
 	return p
 }

@@ -248,7 +248,8 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 	}
 }
 
-// armTimer sets the clock timer to the earliest wake-up.
+// armTimer sets the clock timer to the earliest wake-up: the ready time of
+// the first entry, rounded up to the batch window's grid.
 func (r *Router) armTimer(t clock.Timer) {
 	e := r.wake.peek()
 	if e == nil {
@@ -256,8 +257,14 @@ func (r *Router) armTimer(t clock.Timer) {
 		r.wakeAt.Store(0)
 		return
 	}
-	t.Reset(e.ready.Sub(r.clock.Now()))
-	r.wakeAt.Store(e.ready.UnixNano())
+	at := e.ready
+	if w := r.cfg.BatchWindow; w > 0 {
+		if g := at.Truncate(w); g.Before(at) {
+			at = g.Add(w)
+		}
+	}
+	t.Reset(at.Sub(r.clock.Now()))
+	r.wakeAt.Store(at.UnixNano())
 }
 
 // shutdown stops polling, hands off everything held and waits (bounded) for

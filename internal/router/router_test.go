@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -311,5 +312,50 @@ func TestOutOfOrderReady(t *testing.T) {
 	}
 	if s := b.router.Stats(); s.Hopped != before.Hopped {
 		t.Errorf("the later record hopped before its tier wait ended: %+v", s)
+	}
+}
+
+// TestBatchWindow: with a batch window, the router wakes on the window's
+// grid: what falls due within one window leaves together at its end, never
+// before its due time, and a due time on the grid is not put off.
+func TestBatchWindow(t *testing.T) {
+	table, _ := tiers.Parse("1s")
+	b := setup(t, Config{Tiers: table, BatchWindow: 10 * time.Millisecond})
+	t0 := b.clock.Now() // on the grid: a whole second
+	topic := tiers.Topic(b.cfg.Prefix, time.Second)
+	dues := []time.Duration{time.Millisecond, 4 * time.Millisecond, 9 * time.Millisecond, 20 * time.Millisecond}
+	for i, d := range dues {
+		b.produce(t, topic, "k"+strconv.Itoa(i), t0, t0.Add(d))
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Held == int64(len(dues)) })
+	b.waitArmed(t, t0.Add(10*time.Millisecond))
+	before := b.router.Stats()
+	b.clock.Advance(9 * time.Millisecond) // every one of the window is due, the window is not over
+	if s := b.router.Stats(); s.Forwarded != before.Forwarded {
+		t.Fatalf("forwarded before the window ended: %+v", s)
+	}
+	b.clock.Advance(time.Millisecond)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+3 })
+	for i := range 3 {
+		out := b.read(t, b.cfg.Target, "k"+strconv.Itoa(i), 1)[0]
+		if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(t0.Add(10*time.Millisecond))) {
+			t.Errorf("k%d forwarded at %s, want the window's end %d", i, v, t0.Add(10*time.Millisecond).UnixMilli())
+		}
+	}
+	b.waitArmed(t, t0.Add(20*time.Millisecond)) // on the grid: not the next window
+	b.clock.Advance(10 * time.Millisecond)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+4 })
+}
+
+// TestBatchWindowBounds: a negative window, or one above a second, is
+// refused, naming --batch-window.
+func TestBatchWindowBounds(t *testing.T) {
+	c := Config{BatchWindow: -time.Millisecond}.WithDefaults()
+	if errs := c.Validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "batch-window") {
+		t.Errorf("a negative window: %v, want one error naming --batch-window", errs)
+	}
+	c.BatchWindow = 2 * time.Second
+	if errs := c.Validate(); len(errs) != 1 {
+		t.Errorf("a window of 2s: %v, want one error", errs)
 	}
 }
