@@ -30,13 +30,14 @@ type Canceller struct {
 	cl       *kgo.Client
 	member   *consumer.Member
 
-	mu      sync.Mutex // guards the fields below
-	parts   map[tp]*partition
-	keys    map[string][]job // task ids with a close running, and the records waiting behind it
-	pending int              // records taken whose close has not finished: closing, or waiting for their turn or the rate limit
-	unacked int              // records taken and not finished: pending, or closed with records onward not yet acknowledged
-	fatal   error            // stops the canceller: another member took its instance id
-	wake    chan struct{}    // a record finished; capacity 1
+	mu           sync.Mutex // guards the fields below
+	parts        map[tp]*partition
+	keys         map[string][]job // task ids with a close running, and the records waiting behind it
+	pending      int              // records taken whose close has not finished: closing, or waiting for their turn or the rate limit
+	pendingBytes int              // the bytes of the pending records (record.Size)
+	unacked      int              // records taken and not finished: pending, or closed with records onward not yet acknowledged
+	fatal        error            // stops the canceller: another member took its instance id
+	wake         chan struct{}    // a record finished; capacity 1
 
 	work sync.WaitGroup // one per record taken and not finished
 
@@ -65,6 +66,7 @@ type job struct {
 	r    *kgo.Record
 	p    *partition
 	mark consumer.Mark // finishes the record's offset
+	size int           // record.Size of r, counted in pendingBytes
 }
 
 // Route is how the tasks of one kind are closed.
@@ -124,6 +126,9 @@ func New(cfg Config, o Options) (*Canceller, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = o.maxInFlight()
+	}
 	c := &Canceller{
 		metrics: newMetrics(o.Registerer, kinds(cfg.DefaultKind, o.Routes)),
 		cfg:     cfg,
@@ -181,6 +186,21 @@ func fetchOpts() []kgo.Opt {
 	}
 }
 
+// maxInFlight is the default of Config.MaxInFlight for the closers of o:
+// DefaultMaxInFlightBatched when every one batches, else
+// DefaultMaxInFlight.
+func (o Options) maxInFlight() int {
+	if o.Closer != nil && !closer.Batches(o.Closer) {
+		return DefaultMaxInFlight
+	}
+	for _, r := range o.Routes {
+		if !closer.Batches(r.Closer) {
+			return DefaultMaxInFlight
+		}
+	}
+	return DefaultMaxInFlightBatched
+}
+
 // withDefaults returns o with its defaults set, or an error for a route
 // without a closer.
 func (o Options) withDefaults() (Options, error) {
@@ -218,6 +238,10 @@ func kinds(defaultKind string, routes map[string]Route) []string {
 
 // Ready reports whether the canceller is consuming.
 func (c *Canceller) Ready() bool { return c.ready.Load() }
+
+// MaxInFlight is how many records close or wait at once: Config's, or the
+// default New chose for the closers.
+func (c *Canceller) MaxInFlight() int { return c.cfg.MaxInFlight }
 
 // Client returns the canceller's Kafka client.
 func (c *Canceller) Client() *kgo.Client { return c.cl }

@@ -20,16 +20,20 @@ const (
 	DefaultCommitInterval  = 50 * time.Millisecond
 	DefaultShutdownTimeout = 20 * time.Second
 	DefaultMaxPollRecords  = 1000
-	// DefaultMaxInFlight lets the closes of a burst batch (the sql and
-	// the http batch closers group what is in flight, the kafka closer
-	// shares produce requests), while the records closing at once stay
-	// within about 100 MB even at the broker's 1 MB record limit, and an
-	// http closer without batch_url sends at most 100 requests at once.
-	DefaultMaxInFlight     = 100
-	DefaultRateBurst       = 1
-	DefaultMaxAttempts     = 10
-	DefaultRetryBackoff    = time.Second
-	DefaultRetryBackoffMax = 10 * time.Minute
+	// DefaultMaxInFlight bounds the closes at once of a closer that
+	// sends a request for each (an http closer without batch_url), and
+	// DefaultMaxInFlightBatched those of closers that all batch what is
+	// in flight (closer.Batcher: sql, kafka, log, http with batch_url),
+	// so that the closes of a burst go out in a few large batches.
+	// DefaultMaxInFlightBytes keeps the records closing at once small in
+	// memory whatever their size.
+	DefaultMaxInFlight        = 100
+	DefaultMaxInFlightBatched = 1000
+	DefaultMaxInFlightBytes   = 64 << 20
+	DefaultRateBurst          = 1
+	DefaultMaxAttempts        = 10
+	DefaultRetryBackoff       = time.Second
+	DefaultRetryBackoffMax    = 10 * time.Minute
 )
 
 // Config is the canceller's behaviour; the Kafka connection is passed to New
@@ -86,8 +90,14 @@ type Config struct {
 	// running or waiting: the records held in memory, the closes a closer
 	// can batch, and the requests at once of an http closer without
 	// batch_url. Two records of the same task id never close at once: the
-	// later waits for the earlier. Default DefaultMaxInFlight (100).
+	// later waits for the earlier. Zero: DefaultMaxInFlightBatched when
+	// every closer batches (closer.Batcher), else DefaultMaxInFlight; New
+	// decides.
 	MaxInFlight int
+	// MaxInFlightBytes bounds the bytes of the records taken and not yet
+	// finished (keys, values and headers): no more are taken while they
+	// hold this much. Default DefaultMaxInFlightBytes (64 MiB).
+	MaxInFlightBytes int
 	// RateLimit bounds closes per second over all kinds (a token bucket of
 	// RateBurst tokens), so a backlog after an outage cannot flood the
 	// order store. Zero means no limit; this is the default.
@@ -132,7 +142,10 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
 	fs.StringVar(&c.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
 	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
-	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), DefaultMaxInFlight, "records closing or waiting at once (closes ready together are batched); one task id never closes twice at once")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), 0,
+		"records closing or waiting at once (closes ready together are batched; one task id never closes twice at once); 0 chooses by the closers: 1000 when every one batches (sql, kafka, log, http with batch_url), else 100")
+	fs.IntVar(&c.MaxInFlightBytes, "max-in-flight-bytes", env("max-in-flight-bytes"), DefaultMaxInFlightBytes,
+		"`bytes` of the records closing or waiting at once; no more are taken while they hold this much")
 	fs.Float64Var(&c.RateLimit, "rate-limit", env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
 	fs.IntVar(&c.RateBurst, "rate-burst", env("rate-burst"), DefaultRateBurst, "closes allowed at once above --rate-limit")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", env("max-attempts"), DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
@@ -194,8 +207,8 @@ func (c Config) WithDefaults() Config {
 	if c.Tiers.Len() == 0 {
 		c.Tiers = tiers.DefaultTable()
 	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
 	if c.RateBurst == 0 {
 		c.RateBurst = DefaultRateBurst
@@ -226,8 +239,11 @@ func (c Config) Validate() []error {
 	if c.MaxPollRecords < 1 {
 		p.Add("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
 	}
-	if c.MaxInFlight < 1 {
-		p.Add("max-in-flight", "%d: must be at least 1", c.MaxInFlight)
+	if c.MaxInFlight < 0 {
+		p.Add("max-in-flight", "%d: must be at least 1 (0: by the closers)", c.MaxInFlight)
+	}
+	if c.MaxInFlightBytes < 1<<10 {
+		p.Add("max-in-flight-bytes", "%d: must be at least 1024", c.MaxInFlightBytes)
 	}
 	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
 		p.Add("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)

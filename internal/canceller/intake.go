@@ -9,6 +9,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -57,13 +58,19 @@ func (c *Canceller) signal() {
 // filling memory.
 const maxUnacked = 10_000
 
-// waitFree waits until fewer than MaxInFlight records are pending (and
-// fewer than maxUnacked unacknowledged) and returns how many more may be
-// taken, or the error that stops the canceller.
+// waitFree waits until fewer than MaxInFlight records are pending, holding
+// less than MaxInFlightBytes (and fewer than maxUnacked unacknowledged),
+// and returns how many more may be taken, or the error that stops the
+// canceller. The bytes bound is checked before a poll, so the records of
+// one poll may pass it: by at most MaxPollRecords records, which the fetch
+// limits bound.
 func (c *Canceller) waitFree(ctx context.Context) (int, error) {
 	for {
 		c.mu.Lock()
 		free, err := min(c.cfg.MaxInFlight-c.pending, maxUnacked-c.unacked), c.fatal
+		if c.pendingBytes >= c.cfg.MaxInFlightBytes {
+			free = 0
+		}
 		c.mu.Unlock()
 		if err != nil || free > 0 {
 			return free, err
@@ -87,10 +94,12 @@ func (c *Canceller) take(closeCtx context.Context, r *kgo.Record, mark consumer.
 	}
 	p.work.Add(1)
 	c.work.Add(1)
+	size := record.Size(r)
 	c.pending++
+	c.pendingBytes += size
 	c.unacked++
 	c.metrics.pending.Set(float64(c.pending))
-	return job{r: r, p: p, mark: mark}
+	return job{r: r, p: p, mark: mark, size: size}
 }
 
 // dispatch takes r: it starts closing it, or queues it behind the running
@@ -118,6 +127,7 @@ func (c *Canceller) skipBatch(closeCtx context.Context, b *kgo.ErrDecompressTooL
 	c.mu.Lock()
 	j := c.take(closeCtx, r, mark)
 	c.pending-- // nothing to close
+	c.pendingBytes -= j.size
 	c.mu.Unlock()
 	c.deadLetter(j, string(tiers.ReasonBatchTooLarge), kafka.SkippedBatch(b))
 }
@@ -129,6 +139,7 @@ func (c *Canceller) run(closeCtx context.Context, key string, j job) {
 		c.handle(closeCtx, j)
 		c.mu.Lock()
 		c.pending--
+		c.pendingBytes -= j.size
 		c.metrics.pending.Set(float64(c.pending))
 		waiting := c.keys[key]
 		if len(waiting) == 0 {

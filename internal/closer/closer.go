@@ -33,6 +33,21 @@ type Closer interface {
 	Close(ctx context.Context, t Task) (Result, error)
 }
 
+// Batcher is implemented by a closer that applies the closes in flight at
+// the same moment together (one statement, one request, one produce
+// batch), so that more closes in flight cost it no more requests. The
+// canceller lets more records close at once when every closer batches
+// (canceller.DefaultMaxInFlightBatched).
+type Batcher interface {
+	Batches() bool
+}
+
+// Batches reports whether c batches (see Batcher).
+func Batches(c Closer) bool {
+	b, ok := c.(Batcher)
+	return ok && b.Batches()
+}
+
 // CloserFunc adapts a function to Closer.
 type CloserFunc func(ctx context.Context, t Task) (Result, error)
 

@@ -14,6 +14,9 @@ type Log struct {
 	Logger *slog.Logger // nil logs to slog.Default()
 }
 
+// Batches reports true: a log line costs no request.
+func (Log) Batches() bool { return true }
+
 // Close logs t and reports Closed.
 func (l Log) Close(ctx context.Context, t Task) (Result, error) {
 	lg := l.Logger

@@ -124,6 +124,11 @@ func (c *Closer) Stop() error {
 	return nil
 }
 
+// Batches reports whether c posts the closes ready at the same moment as
+// one request: with batch_url (closer.Batcher). Without it, each close is
+// a request of its own.
+func (c *Closer) Batches() bool { return c.cfg.BatchURL != "" }
+
 // Close sends the close request of t and maps the answer to a Result:
 // 2xx is Closed, 409 the configured conflict outcome, 404 NotFound, unless a
 // JSON body names another outcome. 408, 425, 429, 5xx answers, network

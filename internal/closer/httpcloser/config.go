@@ -113,7 +113,7 @@ type Config struct {
 	// MaxIdleConnsPerHost bounds the keep-alive connections kept open to
 	// the server; set it to at least the canceller's concurrency. Default
 	// DefaultMaxIdleConnsPerHost (100, the canceller's default
-	// --max-in-flight).
+	// --max-in-flight for an http closer without batch_url).
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host"`
 }
 

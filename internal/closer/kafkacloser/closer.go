@@ -92,6 +92,10 @@ func New(cfg Config, base []kgo.Opt) (*Closer, error) {
 	return &Closer{cfg: cfg, client: cl}, nil
 }
 
+// Batches reports true: the commands produced at the same moment share a
+// produce request (closer.Batcher).
+func (c *Closer) Batches() bool { return true }
+
 // Close produces the close command of t and waits for it to be
 // acknowledged: it is Closed, with the detail "topic[partition]@offset",
 // once the command is durably in the topic. Errors are retryable, except

@@ -86,6 +86,10 @@ func (st *statement) bind(o order) []any {
 	return args
 }
 
+// Batches reports true: the closes ready at the same moment go out as one
+// statement per kind (closer.Batcher).
+func (c *Closer) Batches() bool { return true }
+
 // Close closes the order t.ID: the conditional update (and the release
 // statement, in the same transaction) and, when it changed no row, a status
 // lookup that tells AlreadyClosed, Skipped (Detail is the state),

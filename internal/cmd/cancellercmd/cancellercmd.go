@@ -122,7 +122,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		kinds = append(kinds, kind+"="+c.Closers.Closers[kind].Type())
 	}
 	log.Info("canceller starting", "topics", k.Topics, "closers", kinds, "outcomes", k.Outcomes, "signed", len(k.OutcomesKey) > 0, "group", k.Group,
-		"instance_id", k.InstanceID, "session_timeout", k.SessionTimeout, "max_in_flight", k.MaxInFlight, "rate_limit", k.RateLimit)
+		"instance_id", k.InstanceID, "session_timeout", k.SessionTimeout, "max_in_flight", cn.MaxInFlight(), "rate_limit", k.RateLimit)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := cn.Run(gctx); err != nil {
