@@ -157,7 +157,8 @@ func checkSection(t *testing.T, p chPanel, sections string, columns map[string]b
 
 // TestClickHouseDashboardOutcomes checks that "Attempts by outcome" shows
 // every outcome an event may carry (outcome.All): the source query counts
-// each one in a column of its own, and the panel keeps that column.
+// each one in a column of its own, and the panel keeps that column. Its
+// lateness figures cover the final outcomes (outcome.Final).
 func TestClickHouseDashboardOutcomes(t *testing.T) {
 	var d struct {
 		Panels []chPanel `json:"panels"`
@@ -192,6 +193,22 @@ func TestClickHouseDashboardOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		shown = o.Include.Names
+	}
+	// The lateness figures cover the final outcomes, as the report's do.
+	var final []string
+	for _, o := range outcome.All {
+		if o.Final() {
+			final = append(final, "'"+string(o)+"'")
+		}
+	}
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range regexp.MustCompile(`first_outcome IN \(([^)]*)\)`).FindAllStringSubmatch(tg.RawSQL, -1) {
+				if got := strings.Split(m[1], ", "); !slices.Equal(got, final) {
+					t.Errorf("panel %q: final outcomes %v, want %v (outcome.Final)", p.Title, got, final)
+				}
+			}
+		}
 	}
 	for _, o := range outcome.All {
 		col, ok := columns[string(o)]

@@ -74,5 +74,5 @@
 //
 // Lateness quantiles are exact (quantilesExact: the element at index
 // floor(level*n) of the sorted values) and cover the final outcomes
-// (FinalOutcomes: closed, already_closed, skipped, not_found).
+// (FinalOutcomes: closed, already_closed, skipped, not_found, moved).
 package chstore

@@ -9,10 +9,20 @@ import (
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
-// FinalOutcomes are the outcomes that end a task without an error (see
-// outcome.Outcome.Final): closed, already_closed, skipped and not_found.
-// Lateness statistics cover these.
-var FinalOutcomes = []outcome.Outcome{outcome.Closed, outcome.AlreadyClosed, outcome.Skipped, outcome.NotFound}
+// FinalOutcomes are the outcomes that end a task with a close that needs
+// nothing more (outcome.Outcome.Final): closed, already_closed, skipped,
+// not_found and moved. Lateness statistics cover these.
+var FinalOutcomes = finalOutcomes()
+
+func finalOutcomes() []outcome.Outcome {
+	var fs []outcome.Outcome
+	for _, o := range outcome.All {
+		if o.Final() {
+			fs = append(fs, o)
+		}
+	}
+	return fs
+}
 
 // Window is a time range [From, To) of close times (closed_ms).
 type Window struct {

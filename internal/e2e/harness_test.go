@@ -319,8 +319,7 @@ func (c *collector) seen() int {
 	return len(c.events)
 }
 
-// finals returns how many tasks have a final outcome (closed,
-// already_closed, skipped, not_found).
+// finals returns how many tasks have a final outcome (outcome.Final).
 func (c *collector) finals() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

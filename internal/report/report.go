@@ -89,7 +89,7 @@ type Summary struct {
 	Attempts int64 `json:"attempts"`
 	Tasks    int64 `json:"tasks"`
 	// Final counts the attempts with a final outcome (closed,
-	// already_closed, skipped, not_found).
+	// already_closed, skipped, not_found, moved).
 	Final   int64 `json:"final"`
 	Retried int64 `json:"retried"`
 	Failed  int64 `json:"failed"`
