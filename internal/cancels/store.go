@@ -269,12 +269,17 @@ func (s *Store) Close() error {
 }
 
 // Lookup returns the cancellation of task id, if the store holds one. A
-// committed batch is seen at once. The returned ID is id itself.
+// committed batch is seen at once. The returned ID is id itself. An empty
+// store (no cancellation has been made, or all have expired) answers
+// without reading: Len counts every batch that has returned.
 func (s *Store) Lookup(id string) (tiers.Cancellation, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
 		return tiers.Cancellation{}, false, errClosed
+	}
+	if s.n.Load() == 0 {
+		return tiers.Cancellation{}, false, nil
 	}
 	kp := s.keys.Get().(*[]byte)
 	*kp = cancelKey((*kp)[:0], id)

@@ -155,6 +155,8 @@ func TestPutLookupWithdraw(t *testing.T) {
 			map[string]*tiers.Cancellation{"a": ptr(cancel("a", 2, 0))}},
 		{"withdraw in a later batch", [][]func(*Batch){{put(cancel("a", 1, 0), 100), put(cancel("b", 1, 0), 100)}, {withdraw("a")}},
 			map[string]*tiers.Cancellation{"a": nil, "b": ptr(cancel("b", 1, 0))}},
+		{"put again once the store emptied", [][]func(*Batch){{put(cancel("a", 1, 0), 100)}, {withdraw("a")}, {put(cancel("a", 2, 0), 100)}},
+			map[string]*tiers.Cancellation{"a": ptr(cancel("a", 2, 0))}},
 		{"withdraw of nothing", [][]func(*Batch){{withdraw("a"), withdraw("a")}},
 			map[string]*tiers.Cancellation{"a": nil}},
 		{"put of a tombstone withdraws", [][]func(*Batch){{put(cancel("a", 1, 0), 100)}, {put(tiers.Cancellation{ID: "a", At: ms(2), Withdrawn: true}, 100)}},
