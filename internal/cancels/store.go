@@ -59,9 +59,7 @@ const formatVersion = 1
 var (
 	keyFormat = []byte("mformat")
 	keyLen    = []byte("mlen")
-)
 
-var (
 	errClosed  = errors.New("cancels: store is closed")
 	errCorrupt = errors.New("corrupt value")
 )
@@ -269,9 +267,8 @@ func (s *Store) Close() error {
 }
 
 // Lookup returns the cancellation of task id, if the store holds one. A
-// committed batch is seen at once. The returned ID is id itself. An empty
-// store (no cancellation has been made, or all have expired) answers
-// without reading: Len counts every batch that has returned.
+// committed batch is seen at once; an empty store answers without reading.
+// The returned ID is id itself.
 func (s *Store) Lookup(id string) (tiers.Cancellation, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

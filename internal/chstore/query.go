@@ -3,6 +3,7 @@ package chstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,17 +13,7 @@ import (
 // FinalOutcomes are the outcomes that end a task with a close that needs
 // nothing more (outcome.Outcome.Final): closed, already_closed, skipped,
 // not_found and moved. Lateness statistics cover these.
-var FinalOutcomes = finalOutcomes()
-
-func finalOutcomes() []outcome.Outcome {
-	var fs []outcome.Outcome
-	for _, o := range outcome.All {
-		if o.Final() {
-			fs = append(fs, o)
-		}
-	}
-	return fs
-}
+var FinalOutcomes = slices.DeleteFunc(slices.Clone(outcome.All), func(o outcome.Outcome) bool { return !o.Final() })
 
 // Window is a time range [From, To) of close times (closed_ms).
 type Window struct {
