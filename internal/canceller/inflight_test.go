@@ -2,11 +2,18 @@ package canceller
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/httpcloser"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // TestMaxInFlightByClosers: without --max-in-flight, the closes at once are
@@ -42,7 +49,7 @@ func TestMaxInFlightByClosers(t *testing.T) {
 			t.Errorf("%s: %d at once, want %d", tc.name, got, tc.want)
 		}
 	}
-	c, err := New(Config{MaxInFlight: 7}, Options{Kafka: nil})
+	c, err := New(Config{MaxInFlight: 7}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,4 +57,63 @@ func TestMaxInFlightByClosers(t *testing.T) {
 		t.Errorf("--max-in-flight 7 became %d", c.MaxInFlight())
 	}
 	c.cl.Close()
+}
+
+// TestInFlightBytes: the records closing at once hold at most
+// MaxInFlightBytes (passed by the last record taken), however many
+// MaxInFlight allows.
+func TestInFlightBytes(t *testing.T) {
+	const n, valueBytes, limit = 20, 1000, 4096
+	var (
+		mu           sync.Mutex
+		running, mx  int
+		release      = make(chan struct{})
+		releasedOnce sync.Once
+	)
+	cr := closer.CloserFunc(func(ctx context.Context, tk closer.Task) (closer.Result, error) {
+		mu.Lock()
+		running++
+		mx = max(mx, running)
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return closer.Result{}, ctx.Err()
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return closer.Result{Outcome: outcome.Closed}, nil
+	})
+	b := setup(t, Config{MaxInFlight: 100, MaxInFlightBytes: limit, MaxPollRecords: 1}, cr)
+	t.Cleanup(func() { releasedOnce.Do(func() { close(release) }) })
+	due := hdrMillis(tiers.HeaderDue, t0)
+	var rs []*kgo.Record
+	for i := range n {
+		rs = append(rs, &kgo.Record{Topic: b.cfg.Topics[0], Key: fmt.Appendf(nil, "task-%d", i), Value: make([]byte, valueBytes), Headers: []kgo.RecordHeader{due}})
+	}
+	if err := b.cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Each record counts a little over 1,000 bytes: the fourth passes the
+	// limit. The other records are fetched and wait in the client, untaken
+	// while the four close; with room, they would be taken at once.
+	const want = 4
+	poll.Until(t, 10*time.Second, fmt.Sprintf("%d closes at once and the other %d records fetched, not taken", want, n-want), func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return running == want && b.c.cl.BufferedFetchRecords() == n-want
+	}, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("%d closing (at most %d), %d records fetched and not taken", running, mx, b.c.cl.BufferedFetchRecords())
+	})
+	mu.Lock()
+	got := mx
+	mu.Unlock()
+	if got != want {
+		t.Errorf("%d closes at once, want %d (%d bytes at most, records of about %d)", got, want, limit, valueBytes)
+	}
+	releasedOnce.Do(func() { close(release) })
+	b.waitStats(t, func(s Stats) bool { return s.Closed == n })
 }

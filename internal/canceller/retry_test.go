@@ -14,7 +14,6 @@ import (
 
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
-	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -359,55 +358,4 @@ func TestRouteRateLimit(t *testing.T) {
 	if last := order[len(order)-1]; last != "reminder" {
 		t.Errorf("close order %v: the limited kind was not last", order)
 	}
-}
-
-// TestInFlightBytes: the records closing at once hold at most
-// MaxInFlightBytes (passed by the last record taken), however many
-// MaxInFlight allows.
-func TestInFlightBytes(t *testing.T) {
-	const n, valueBytes, limit = 20, 1000, 4096
-	var (
-		mu           sync.Mutex
-		running, mx  int
-		release      = make(chan struct{})
-		releasedOnce sync.Once
-	)
-	cr := closer.CloserFunc(func(ctx context.Context, tk closer.Task) (closer.Result, error) {
-		mu.Lock()
-		running++
-		mx = max(mx, running)
-		mu.Unlock()
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return closer.Result{}, ctx.Err()
-		}
-		mu.Lock()
-		running--
-		mu.Unlock()
-		return closer.Result{Outcome: outcome.Closed}, nil
-	})
-	b := setup(t, Config{MaxInFlight: 100, MaxInFlightBytes: limit, MaxPollRecords: 1}, cr)
-	t.Cleanup(func() { releasedOnce.Do(func() { close(release) }) })
-	due := hdrMillis(tiers.HeaderDue, t0)
-	var rs []*kgo.Record
-	for i := range n {
-		rs = append(rs, &kgo.Record{Topic: b.cfg.Topics[0], Key: fmt.Appendf(nil, "task-%d", i), Value: make([]byte, valueBytes), Headers: []kgo.RecordHeader{due}})
-	}
-	if err := b.cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	// Each record counts a little over 1,000 bytes: the fourth passes the
-	// limit, and no fifth is taken while they close.
-	const want = 4
-	poll.Until(t, 10*time.Second, fmt.Sprintf("%d closes at once", want), func() bool { mu.Lock(); defer mu.Unlock(); return running >= want }, nil)
-	time.Sleep(200 * time.Millisecond) // time enough to take a fifth, were it allowed
-	mu.Lock()
-	got := mx
-	mu.Unlock()
-	if got != want {
-		t.Errorf("%d closes at once, want %d (%d bytes at most, records of about %d)", got, want, limit, valueBytes)
-	}
-	releasedOnce.Do(func() { close(release) })
-	b.waitStats(t, func(s Stats) bool { return s.Closed == n })
 }
