@@ -76,7 +76,7 @@ func (c *Closer) pgBatchUpdate(ctx context.Context, os []order) ([]bool, error) 
 		closed[n-1] = true
 		return nil
 	}
-	st := pgBatchClose(c.cfg, c.keyType, c.deadlineType)
+	st := c.pgBatch.close
 	if c.release.sql == "" {
 		return closed, c.queryRows(ctx, c.db, st, os, readN)
 	}
@@ -224,7 +224,10 @@ func (c *Closer) batchLookup(ctx context.Context, os []order, rest []int, out []
 		sub[j] = os[i]
 	}
 	found := make([]batchOutcome, len(sub))
-	st := batchStatus(c.cfg, c.keyType, c.deadlineType, len(sub))
+	st := c.pgBatch.status
+	if c.cfg.Driver == DriverMySQL {
+		st = batchStatus(c.cfg, "", c.deadlineType, len(sub))
+	}
 	err := c.queryRows(ctx, c.db, st, sub, func(rows *sql.Rows) error {
 		var n int64
 		var o batchOutcome

@@ -151,9 +151,10 @@ func mysqlBatchClose(c Config, n int) statement {
 	return b.statement()
 }
 
-// batchStatus reads the status of the orders of a batch of n, by n, and
-// with a deadline column (dlType its cast) the stored deadline of those
-// it kept open (see builder.moved); an n without a row is not found:
+// batchStatus reads the status of the orders of a batch of n (on Postgres
+// any n: the ids are one array), by n, and with a deadline column (dlType
+// its cast) the stored deadline of those it kept open (see builder.moved);
+// an n without a row is not found:
 //
 //	SELECT k.n, o."status", NULL FROM unnest(CAST($1 AS text[])) WITH ORDINALITY AS k(v, n)
 //	JOIN "orders" AS o ON o."id" = CAST(k.v AS pg_catalog.int8)

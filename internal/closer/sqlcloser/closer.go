@@ -30,9 +30,9 @@ type Closer struct {
 	// one by one (max_batch 1, a custom close statement, a key column
 	// not proven unique).
 	batch *batcher
-	// keyType is the Postgres type of the key column, which the batch
-	// statements cast the task ids to.
-	keyType string
+	// pgBatch are the batch statements on Postgres, which do not depend
+	// on the batch's size: built once, by inspect.
+	pgBatch struct{ close, status statement }
 	// deadlineType is what the statements cast a deadline bound to (see
 	// lookUpDeadlineType); empty without a deadline column.
 	deadlineType string

@@ -175,13 +175,16 @@ func (c *Closer) inspect(ctx context.Context, where string, interpolate bool) er
 			// The type's own name, without its modifier: a cast to
 			// varchar(8) or character (char(1)) would cut the id short
 			// and match another order.
+			var keyType string
 			if err := c.db.QueryRowContext(ctx, `
 				SELECT quote_ident(n.nspname) || '.' || quote_ident(t.typname)
 				FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
 				WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND NOT a.attisdropped`,
-				dialectOf(DriverPostgres).ident(cfg.Table), cfg.KeyColumn).Scan(&c.keyType); err != nil {
+				dialectOf(DriverPostgres).ident(cfg.Table), cfg.KeyColumn).Scan(&keyType); err != nil {
 				return fmt.Errorf("%s: look up the type of %s.%s: %w", where, cfg.Table, cfg.KeyColumn, err)
 			}
+			c.pgBatch.close = pgBatchClose(cfg, keyType, c.deadlineType)
+			c.pgBatch.status = batchStatus(cfg, keyType, c.deadlineType, 0)
 		}
 		c.batch = &batcher{run: c.runBatch, max: cfg.MaxBatch, min: 2, flushers: min(batchFlushers, cfg.MaxOpenConns)}
 		if cfg.Driver == DriverMySQL {
