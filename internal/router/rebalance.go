@@ -97,9 +97,9 @@ func (r *Router) drop(e *entry) {
 // still counted in their state (see unhold).
 func (r *Router) takeHeld(p *partition) []*entry {
 	var held []*entry
-	for _, e := range r.wake {
-		if e.part == p {
-			held = append(held, e)
+	for _, s := range r.wake {
+		if s.e.part == p {
+			held = append(held, s.e)
 		}
 	}
 	for _, e := range held {
