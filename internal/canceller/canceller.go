@@ -42,6 +42,13 @@ type Canceller struct {
 
 	work sync.WaitGroup // one per record taken and not finished
 
+	// idle hands a task id and its first record to a close goroutine
+	// waiting for more work (see serve); waiting counts those goroutines,
+	// and stopped, closed when Run returns, tells them to exit.
+	idle    chan closeWork
+	waiting atomic.Int64
+	stopped chan struct{}
+
 	ready   atomic.Bool
 	stats   stats
 	metrics *metrics
@@ -139,6 +146,8 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		parts:   make(map[tp]*partition),
 		keys:    make(map[string][]job),
 		wake:    make(chan struct{}, 1),
+		idle:    make(chan closeWork),
+		stopped: make(chan struct{}),
 	}
 	if o.Closer != nil {
 		c.fallback = &Route{Closer: o.Closer}
@@ -288,5 +297,6 @@ func (c *Canceller) Run(ctx context.Context) error {
 		c.log.Warn("shutdown deadline passed with closes or their events unfinished; their tasks will be closed again")
 	}
 	c.member.Close(ctx)
+	close(c.stopped)
 	return err
 }

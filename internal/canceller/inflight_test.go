@@ -3,6 +3,8 @@ package canceller
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,4 +118,53 @@ func TestInFlightBytes(t *testing.T) {
 	}
 	releasedOnce.Do(func() { close(release) })
 	b.waitStats(t, func(s Stats) bool { return s.Closed == n })
+}
+
+// TestCloseGoroutines: close goroutines wait for more work once their
+// closes are done, at most MaxInFlight of them, and exit at the stop.
+func TestCloseGoroutines(t *testing.T) {
+	var mu sync.Mutex
+	closed := map[string]int{}
+	b := setup(t, Config{MaxInFlight: 4}, closer.CloserFunc(func(_ context.Context, task closer.Task) (closer.Result, error) {
+		mu.Lock()
+		closed[task.ID]++
+		mu.Unlock()
+		return closer.Result{Outcome: outcome.Closed}, nil
+	}))
+	due := hdrMillis(tiers.HeaderDue, t0.Add(-time.Minute))
+	const orders = 40
+	for i := range orders {
+		b.produce(t, fmt.Sprintf("order-%d", i), "", due)
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Closed == orders })
+	// A goroutine that closed the last records may still be on its way to
+	// wait, or on its way out when four wait already.
+	waitFor(t, "close goroutines waiting for work, at most 4", func() bool {
+		n := serving()
+		return n >= 1 && n <= 4 && b.c.waiting.Load() == int64(n)
+	}, func() string { return fmt.Sprintf("%d serving, %d waiting", serving(), b.c.waiting.Load()) })
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the close goroutines to exit at the stop", func() bool { return serving() == 0 },
+		func() string { return fmt.Sprintf("%d serving", serving()) })
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range orders {
+		if n := closed[fmt.Sprintf("order-%d", i)]; n != 1 {
+			t.Errorf("order-%d closed %d times, want 1", i, n)
+		}
+	}
+}
+
+// serving counts the goroutines in Canceller.serve.
+func serving() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "canceller.(*Canceller).serve(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

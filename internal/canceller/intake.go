@@ -116,7 +116,39 @@ func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
 	}
 	c.keys[key] = nil
 	c.mu.Unlock()
-	go c.run(closeCtx, key, j)
+	select {
+	case c.idle <- closeWork{key, j}:
+	default:
+		go c.serve(closeCtx, key, j)
+	}
+}
+
+// closeWork is a task id whose close is to start, and its first record.
+type closeWork struct {
+	key string
+	j   job
+}
+
+// serve runs the closes of key from j on, then waits for another task id
+// from dispatch, until the stop. Reusing the goroutines spares a goroutine
+// and the growth of its stack for every record: the stack of a close
+// goroutine grows to several kilobytes (the record's decoding, the closer,
+// the outcome event's JSON). At most MaxInFlight wait; one more exits.
+func (c *Canceller) serve(closeCtx context.Context, key string, j job) {
+	for {
+		c.run(closeCtx, key, j)
+		if c.waiting.Add(1) > int64(c.cfg.MaxInFlight) {
+			c.waiting.Add(-1)
+			return
+		}
+		select {
+		case w := <-c.idle:
+			c.waiting.Add(-1)
+			key, j = w.key, w.j
+		case <-c.stopped:
+			return
+		}
+	}
 }
 
 // skipBatch dead-letters a batch the client refused to decompress (the
