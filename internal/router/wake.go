@@ -1,5 +1,7 @@
 package router
 
+import "container/heap"
+
 // wakeHeap orders the entries in memory that wait for a time (waiting out a
 // tier, in the timer, or waiting to retry a dead letter) by that time; one
 // clock timer is armed for its minimum. Ready times in a delay topic rise
@@ -8,7 +10,8 @@ package router
 // made to wait for the records before it in its partition.
 //
 // Each slot keeps its entry's ready time beside the pointer, so that
-// ordering the heap reads the slots alone, not the entries they point to.
+// comparing two slots reads the slots alone, not the entries they point to
+// (which are spread over the heap memory).
 // An entry's ready time does not change while it is in the heap.
 type wakeHeap []wakeSlot
 
@@ -17,72 +20,35 @@ type wakeSlot struct {
 	e  *entry
 }
 
-func (h wakeHeap) swap(i, j int) {
+func (h wakeHeap) Len() int           { return len(h) }
+func (h wakeHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h wakeHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].e.idx, h[j].e.idx = i, j
 }
 
-func (h wakeHeap) up(j int) {
-	for j > 0 {
-		i := (j - 1) / 2
-		if h[i].at <= h[j].at {
-			return
-		}
-		h.swap(i, j)
-		j = i
-	}
-}
-
-// down sifts the slot at i down among the first n; it reports whether the
-// slot moved.
-func (h wakeHeap) down(i, n int) bool {
-	i0 := i
-	for {
-		j := 2*i + 1
-		if j >= n || j < 0 {
-			break
-		}
-		if r := j + 1; r < n && h[r].at < h[j].at {
-			j = r
-		}
-		if h[i].at <= h[j].at {
-			break
-		}
-		h.swap(i, j)
-		i = j
-	}
-	return i > i0
-}
-
-func (h *wakeHeap) push(e *entry) {
+// Push and Pop take and return the entry, not its slot: a pointer in an
+// interface costs no allocation.
+func (h *wakeHeap) Push(x any) {
+	e := x.(*entry)
 	e.idx = len(*h)
 	*h = append(*h, wakeSlot{at: e.ready.UnixNano(), e: e})
-	h.up(e.idx)
 }
-
-// cut takes the last slot off the heap and returns its entry.
-func (h *wakeHeap) cut() *entry {
+func (h *wakeHeap) Pop() any {
 	old := *h
-	n := len(old) - 1
-	e := old[n].e
-	old[n] = wakeSlot{}
-	*h = old[:n]
+	e := old[len(old)-1].e
+	old[len(old)-1] = wakeSlot{}
 	e.idx = -1
+	*h = old[:len(old)-1]
 	return e
 }
 
+func (h *wakeHeap) push(e *entry) { heap.Push(h, e) }
+
 func (h *wakeHeap) remove(e *entry) {
-	i := e.idx
-	if i < 0 {
-		return
+	if e.idx >= 0 {
+		heap.Remove(h, e.idx)
 	}
-	if n := len(*h) - 1; i != n {
-		h.swap(i, n)
-		if !h.down(i, n) {
-			h.up(i)
-		}
-	}
-	h.cut()
 }
 
 func (h wakeHeap) peek() *entry {
@@ -92,9 +58,4 @@ func (h wakeHeap) peek() *entry {
 	return h[0].e
 }
 
-func (h *wakeHeap) pop() *entry {
-	n := len(*h) - 1
-	h.swap(0, n)
-	h.down(0, n)
-	return h.cut()
-}
+func (h *wakeHeap) pop() *entry { return heap.Pop(h).(*entry) }
