@@ -173,3 +173,45 @@ func sameSetting(a, b string) bool {
 	fb, errB := strconv.ParseFloat(b, 64)
 	return errA == nil && errB == nil && math.Abs(fa-fb) < 1e-9
 }
+
+// TestChartGoMaxProcs: the router's and the canceller's GOMAXPROCS follow
+// their CPU request, rounded up to whole cores, unless extraEnv sets it.
+func TestChartGoMaxProcs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		set  []string
+		want map[string]string // component -> GOMAXPROCS
+	}{
+		{nil, map[string]string{"router": "1", "canceller": "1"}},
+		{[]string{"router.resources.requests.cpu=2500m", "canceller.resources.requests.cpu=2"}, map[string]string{"router": "3", "canceller": "2"}},
+		{[]string{"router.extraEnv.GOMAXPROCS=4"}, map[string]string{"router": "4", "canceller": "1"}},
+	} {
+		objs := mustRender(t, "", tc.set...)
+		configMaps := configMapsOf(objs)
+		seen := 0
+		for _, o := range objs {
+			ps, ok := podSpecOf(t, o)
+			want, mine := tc.want[component(o)]
+			if !ok || !mine || o.Kind != "StatefulSet" && o.Kind != "Deployment" {
+				continue
+			}
+			seen++
+			c := ps.Containers[0]
+			if got := containerEnv(t, o, c, configMaps)["GOMAXPROCS"]; got != want {
+				t.Errorf("%v: %s GOMAXPROCS %q, want %q", tc.set, o, got, want)
+			}
+			n := 0
+			for _, e := range c.Env {
+				if e.Name == "GOMAXPROCS" {
+					n++
+				}
+			}
+			if fromEnv := slices.Contains(tc.set, "router.extraEnv.GOMAXPROCS=4") && component(o) == "router"; fromEnv && n != 0 || !fromEnv && n != 1 {
+				t.Errorf("%v: %s sets GOMAXPROCS %d times in its container env", tc.set, o, n)
+			}
+		}
+		if seen != 2 {
+			t.Errorf("%v: %d router and canceller workloads rendered, want 2", tc.set, seen)
+		}
+	}
+}

@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -243,7 +245,11 @@ type (
 			FieldRef        *struct {
 				FieldPath string `yaml:"fieldPath"`
 			} `yaml:"fieldRef"`
-			ResourceFieldRef *struct{} `yaml:"resourceFieldRef"`
+			ResourceFieldRef *struct {
+				ContainerName string `yaml:"containerName"`
+				Resource      string `yaml:"resource"`
+				Divisor       string `yaml:"divisor"`
+			} `yaml:"resourceFieldRef"`
 		} `yaml:"valueFrom"`
 	}
 	probe struct {
@@ -366,9 +372,31 @@ func containerEnv(t *testing.T, o object, c ctr, configMaps map[string]object) m
 			default:
 				t.Fatalf("%s container %s: %s from fieldRef %s, which the tests do not know", o, c.Name, e.Name, path)
 			}
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil:
+			ref := e.ValueFrom.ResourceFieldRef
+			if ref.ContainerName != c.Name || ref.Resource != "requests.cpu" || ref.Divisor != "1" {
+				t.Fatalf("%s container %s: %s from resourceFieldRef %+v, which the tests do not know", o, c.Name, e.Name, *ref)
+			}
+			// Kubernetes rounds a CPU quantity up to whole divisors.
+			env[e.Name] = strconv.Itoa(int(math.Ceil(cpuCores(t, c.Resources.Requests["cpu"]))))
 		}
 	}
 	return env
+}
+
+// cpuCores parses a Kubernetes CPU quantity ("100m", "2", "1.5").
+func cpuCores(t *testing.T, q any) float64 {
+	t.Helper()
+	s := fmt.Sprint(q)
+	div := 1.0
+	if m, ok := strings.CutSuffix(s, "m"); ok {
+		s, div = m, 1000
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("CPU quantity %q: not understood by the test", fmt.Sprint(q))
+	}
+	return n / div
 }
 
 // firstPodName is the name of a workload's first pod: <name>-0 for a
