@@ -76,6 +76,10 @@ bench-ab: ## paired benchmark against BASE, alternating, with medians and ratios
 	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<commit> [PAIRS=3] [ARGS='bench flags']"; exit 2; }
 	$(GO) run ./scripts/benchab --base $(BASE) --pairs $(or $(PAIRS),3) -- $(or $(ARGS),--orders 200000 --rate 50000 --delays mix)
 
+.PHONY: bench-wake
+bench-wake: ## CPU a Go process spends on this machine per wake-up with loopback round trips: the floor under CPU per deadline at low rates (JSON)
+	$(GO) run ./scripts/wakecost
+
 .PHONY: bench-closes
 bench-closes: ## canceller closing 20,000 orders in Postgres with the sql closer, 50 in flight (JSON)
 	$(GO) test -run '^$$' -bench CancellerPostgres -benchtime 4x ./internal/e2e
