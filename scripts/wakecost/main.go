@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -86,6 +87,11 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
+// limit bounds one case: twice its ticks, and a minute more.
+func (c config) limit() time.Duration {
+	return time.Duration(c.wakes)*c.interval*2 + time.Minute
+}
+
 func positiveInts(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -129,7 +135,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, k := range c.roundTrips {
 		for _, p := range c.procs {
-			line, err := child(self, c, ln.Addr().String(), k, p)
+			line, err := child(self, c, ln.Addr().String(), k, p, stderr)
 			if err != nil {
 				return err
 			}
@@ -140,14 +146,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // child runs one case in a client process and returns its JSON line.
-func child(self string, c config, addr string, k, procs int) (string, error) {
-	limit := time.Duration(c.wakes)*c.interval*2 + time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+func child(self string, c config, addr string, k, procs int, stderr io.Writer) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.limit())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, self, "--client", addr, "--interval", c.interval.String(),
 		"--wakes", strconv.Itoa(c.wakes), "--round-trips", strconv.Itoa(k))
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("client with GOMAXPROCS=%d and %d round trips: %w", procs, k, err)
@@ -184,10 +189,15 @@ func client(c config, stdout io.Writer) error {
 		return err
 	}
 	defer conn.Close()
+	// One deadline bounds the whole run, so that no wake-up arms a timer
+	// of its own.
+	if err := conn.SetDeadline(time.Now().Add(c.limit())); err != nil {
+		return err
+	}
 	k := c.roundTrips[0]
 	buf := make([]byte, msgSize)
 	// One wake-up to warm up the connection, outside the figures.
-	if err := roundTrips(conn, buf, k, time.Minute); err != nil {
+	if err := roundTrips(conn, buf, k); err != nil {
 		return err
 	}
 	late := make([]time.Duration, 0, c.wakes)
@@ -200,7 +210,7 @@ func client(c config, stdout io.Writer) error {
 	for range c.wakes {
 		at := <-tick.C
 		late = append(late, time.Since(at))
-		if err := roundTrips(conn, buf, k, 10*time.Second); err != nil {
+		if err := roundTrips(conn, buf, k); err != nil {
 			return err
 		}
 	}
@@ -219,10 +229,7 @@ func client(c config, stdout io.Writer) error {
 	})
 }
 
-func roundTrips(conn net.Conn, buf []byte, k int, limit time.Duration) error {
-	if err := conn.SetDeadline(time.Now().Add(limit)); err != nil {
-		return err
-	}
+func roundTrips(conn net.Conn, buf []byte, k int) error {
 	for range k {
 		if _, err := conn.Write(buf); err != nil {
 			return err
@@ -252,4 +259,4 @@ func usage() (rusage, error) {
 	}, nil
 }
 
-func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
