@@ -211,8 +211,11 @@ func (r *Router) poll(ctx context.Context) {
 // ctx cancellation, or a fatal error, it stops (see shutdown).
 func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 	defer close(r.loopDone)
-	timer := r.clock.NewTimer(time.Hour)
-	defer timer.Stop()
+	// The wake-ups of the batch windows are the router's heartbeat at low
+	// rates: a precise timer wakes it once per window, at its time.
+	timer := clock.NewPreciseTimer(r.clock, time.Hour)
+	timer.Stop() // armTimer arms it
+	defer timer.Close()
 	var pending []*revokeReq
 	for {
 		r.armTimer(timer)
@@ -253,8 +256,10 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 func (r *Router) armTimer(t clock.Timer) {
 	e := r.wake.peek()
 	if e == nil {
-		t.Stop()
-		r.wakeAt.Store(0)
+		if r.wakeAt.Load() != 0 {
+			t.Stop()
+			r.wakeAt.Store(0)
+		}
 		return
 	}
 	at := e.ready
@@ -262,6 +267,9 @@ func (r *Router) armTimer(t clock.Timer) {
 		if g := at.Truncate(w); g.Before(at) {
 			at = g.Add(w)
 		}
+	}
+	if r.wakeAt.Load() == at.UnixNano() {
+		return // armed for it already, and not fired: Reset is a system call
 	}
 	t.Reset(at.Sub(r.clock.Now()))
 	r.wakeAt.Store(at.UnixNano())

@@ -1,0 +1,152 @@
+package clock
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests run on the wall clock: they check that a precise timer never
+// fires early and does fire, not how late (a busy machine can be late by
+// any amount); the bounds on lateness are a minute.
+const never = time.Minute
+
+func TestPreciseTimerFires(t *testing.T) {
+	const d = 3 * time.Millisecond
+	start := time.Now()
+	tm := NewPreciseTimer(Real{}, d)
+	defer tm.Close()
+	for i := range 3 {
+		select {
+		case v := <-tm.C():
+			if v.Sub(start) < d || time.Since(start) < d {
+				t.Fatalf("firing %d came %v after arming, before %v", i, v.Sub(start), d)
+			}
+		case <-time.After(never):
+			t.Fatalf("firing %d: nothing after %v", i, never)
+		}
+		if v, ok := fired(tm.C()); ok {
+			t.Fatalf("firing %d: a second value %v", i, v)
+		}
+		start = time.Now()
+		tm.Reset(d)
+	}
+}
+
+func TestPreciseTimerResetAndStop(t *testing.T) {
+	tm := NewPreciseTimer(Real{}, time.Millisecond)
+	defer tm.Close()
+	time.Sleep(20 * time.Millisecond) // it has fired: a value waits on C
+
+	// Reset to later: the value of the earlier arming is gone.
+	tm.Reset(never)
+	if v, ok := fired(tm.C()); ok {
+		t.Fatalf("after Reset: a value %v of the earlier arming", v)
+	}
+	// Reset to sooner, over an arming that has not fired: only the new
+	// one fires, once.
+	start := time.Now()
+	tm.Reset(2 * time.Millisecond)
+	select {
+	case <-tm.C():
+		if since := time.Since(start); since < 2*time.Millisecond {
+			t.Fatalf("fired %v after Reset(2ms)", since)
+		}
+	case <-time.After(never):
+		t.Fatal("Reset(2ms) did not fire")
+	}
+
+	// Stop: nothing fires, even after its time.
+	tm.Reset(time.Millisecond)
+	tm.Stop()
+	time.Sleep(20 * time.Millisecond)
+	if v, ok := fired(tm.C()); ok {
+		t.Fatalf("after Stop: a value %v", v)
+	}
+	// Reset after Stop arms it again; a duration <= 0 fires at once.
+	tm.Reset(0)
+	select {
+	case <-tm.C():
+	case <-time.After(never):
+		t.Fatal("Reset(0) after Stop did not fire")
+	}
+}
+
+// TestPreciseTimerRace resets and stops a timer while it fires, from the
+// goroutine that receives, as the router's loop does; run with -race.
+func TestPreciseTimerRace(t *testing.T) {
+	tm := NewPreciseTimer(Real{}, 0)
+	defer tm.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+		select {
+		case <-tm.C():
+		case <-time.After(50 * time.Microsecond):
+		}
+		if i%3 == 0 {
+			tm.Stop()
+		}
+		tm.Reset(time.Duration(i%4) * 50 * time.Microsecond)
+	}
+	tm.Reset(0)
+	select {
+	case <-tm.C():
+	case <-time.After(never):
+		t.Fatal("the timer does not fire after the race")
+	}
+}
+
+func TestPreciseTimerClose(t *testing.T) {
+	timers := make([]PreciseTimer, 20)
+	for i := range timers {
+		timers[i] = NewPreciseTimer(Real{}, time.Hour)
+	}
+	// Their goroutines start in their own time.
+	n := 0
+	for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait); time.Sleep(time.Millisecond) {
+		if n = runningTimers(); n == len(timers) {
+			break
+		}
+	}
+	for _, tm := range timers {
+		tm.Close()
+	}
+	if n != len(timers) {
+		t.Fatalf("%d timer goroutines for %d timers", n, len(timers))
+	}
+	// Close waits for the timer's goroutine: none is left behind.
+	if n := runningTimers(); n != 0 {
+		t.Fatalf("%d timer goroutines after Close", n)
+	}
+}
+
+// runningTimers counts the goroutines of precise timers.
+func runningTimers() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "(*fdTimer).run(") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestPreciseTimerFake(t *testing.T) {
+	f := NewFake(t0)
+	tm := NewPreciseTimer(f, time.Second)
+	defer tm.Close()
+	if f.Armed() != 1 {
+		t.Fatalf("a precise timer of a Fake clock: %d timers armed, want 1", f.Armed())
+	}
+	f.Advance(time.Second)
+	if _, ok := fired(tm.C()); !ok {
+		t.Fatal("a precise timer of a Fake clock did not fire when the clock passed it")
+	}
+	tm.Reset(time.Second)
+	tm.Close()
+	if f.Armed() != 0 {
+		t.Fatalf("after Close: %d timers armed, want 0", f.Armed())
+	}
+}
