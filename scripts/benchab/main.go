@@ -33,6 +33,7 @@ var defaultArgs = []string{"--orders", "200000", "--rate", "50000", "--delays", 
 // JSON line; figures a build does not report are left out.
 const defaultKeys = "lateness_ms.p50,lateness_ms.p99,lateness_ms.max,fire_rate_peak," +
 	"router_cpu_s,canceller_cpu_s,router_cpu_us_per_deadline,canceller_cpu_us_per_deadline," +
+	"steady.router_cpu_us_per_deadline,steady.canceller_cpu_us_per_deadline," +
 	"router_peak_rss_mb,canceller_peak_rss_mb,lost,early"
 
 func main() {

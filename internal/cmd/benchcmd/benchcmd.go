@@ -40,8 +40,11 @@ type benchResult struct {
 	FireRate     float64              `json:"fire_rate"`      // closes per second from the first to the last
 	FireRatePeak int                  `json:"fire_rate_peak"` // highest closes per second over a progress interval
 	procFigures
-	DurationSeconds float64 `json:"duration_s"`
-	InstanceIDs     bool    `json:"instance_ids"`
+	// Steady has the figures of the seconds in which deadlines fired at
+	// --rate (see steady); absent when there were fewer than minSteady.
+	Steady          *steadyResult `json:"steady,omitempty"`
+	DurationSeconds float64       `json:"duration_s"`
+	InstanceIDs     bool          `json:"instance_ids"`
 	// The router's and canceller's figures are those of the last
 	// instance, the restarted one after a kill.
 	Kill    *killResult    `json:"kill,omitempty"`
@@ -201,6 +204,8 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 
 	start := time.Now()
 	kill.begun = start
+	st := steady{rate: c.rate, start: start}
+	fires.onSecond = func(now time.Time, fired int) { st.sample(now, fired, r.rt.Load(), r.cn.Load()) }
 	// The kill runs to its restart, whenever scheduling ends (and is called
 	// off if the bench returns first); the hostile load stops with the
 	// scheduling.
@@ -224,6 +229,7 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 		res.Kill = kill.result(c, res.Duplicates)
 	}
 	res.FireRate, res.FireRatePeak = fires.rate(res.Fired), fires.max
+	res.Steady = st.result()
 	for _, ev := range t.LateSample() {
 		fmt.Fprintf(stderr, "bench: late: %s due %d scheduled %d forwarded %+d closed %+d ms, path %s\n",
 			ev.TaskID, ev.DueMs, ev.ScheduledMs, ev.ForwardedMs-ev.DueMs, ev.ClosedMs-ev.DueMs, ev.Path)

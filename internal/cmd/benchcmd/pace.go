@@ -35,6 +35,9 @@ func pace(ctx context.Context, n, rate int, stderr io.Writer, t *embedded.Tally,
 				lastReport = now
 				if t != nil {
 					snap, w := t.Snapshot(), fires.take(t)
+					if fires.onSecond != nil {
+						fires.onSecond(now, snap.Tasks)
+					}
 					fmt.Fprintf(stderr, "bench: %5.0fs scheduled %d/%d, fired %d, lateness p99 %d ms (last second: p99 %d, max %d)\n",
 						now.Sub(start).Seconds(), i, n, snap.Tasks, snap.Late.P99, w.P99, w.Max)
 				} else {
@@ -52,6 +55,9 @@ func pace(ctx context.Context, n, rate int, stderr io.Writer, t *embedded.Tally,
 type peak struct {
 	max  int
 	last time.Time
+	// onSecond, if set, is called with the first closes so far at each
+	// progress second of pace.
+	onSecond func(now time.Time, fired int)
 
 	mu                  sync.Mutex
 	firstFire, lastFire time.Time

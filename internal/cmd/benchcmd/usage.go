@@ -21,7 +21,12 @@ due: must be 0), lateness_ms (p50, p90, p99, p999, max), schedule_rate
 and fire_rate_peak (the highest closes/s over one progress second), peak RSS
 and CPU seconds of the router and canceller, and their CPU per deadline
 fired (router_cpu_us_per_deadline, canceller_cpu_us_per_deadline, in
-microseconds, idle time included). It exits 1 when an order is lost or
+microseconds, over the whole run: the seconds before the first delays run
+out and after the scheduling ends, when fewer deadlines fire, included).
+"steady" has the same two figures over the longest stretch of the
+scheduling, 5 s or more, in which every second fired at least 95% of
+--rate (from_s, to_s, fired, rate): the CPU per deadline at that rate; it
+is absent without such a stretch. It exits 1 when an order is lost or
 early, or when a --max-* bound is exceeded.
 
 With --closer postgres (or mysql) the canceller closes real orders: the
