@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -76,8 +78,12 @@ func (t *fdTimer) run() {
 	defer close(t.done)
 	var ticks [8]byte // the count of expirations since the last read
 	for {
-		if _, err := t.f.Read(ticks[:]); err != nil {
+		if _, err := t.f.Read(ticks[:]); errors.Is(err, os.ErrClosed) {
 			return
+		} else if err != nil {
+			// A timer that cannot fire would stop its user without a
+			// word: fail loudly instead.
+			panic(fmt.Errorf("clock: read a timerfd: %w", err))
 		}
 		t.mu.Lock()
 		// An expiration of an arming that Reset or Stop has replaced is
