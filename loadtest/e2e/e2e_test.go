@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,13 +110,16 @@ func buildBinaries(t *testing.T) string {
 // the test ends.
 func startPipeline(t *testing.T, bin, prefix string, routerArgs []string) {
 	t.Helper()
-	common := []string{"--brokers", broker, "--tiers", tierList, "--topic-prefix", prefix, "--partitions", "3", "--log-level", "warn"}
+	// Port 0: the services' HTTP servers take any free port. The test
+	// does not call them, and a port found free beforehand can be taken
+	// by another process before the service binds it.
+	common := []string{"--brokers", broker, "--tiers", tierList, "--topic-prefix", prefix, "--partitions", "3", "--log-level", "warn", "--http-addr", "127.0.0.1:0"}
 	for _, s := range []struct {
 		name string
 		args []string
 	}{
-		{"router", append(append([]string{"router", "--group", prefix + "router", "--http-addr", freeAddr(t)}, common...), routerArgs...)},
-		{"canceller", append([]string{"canceller", "--group", prefix + "canceller", "--http-addr", freeAddr(t)}, common...)},
+		{"router", append(append([]string{"router", "--group", prefix + "router"}, common...), routerArgs...)},
+		{"canceller", append([]string{"canceller", "--group", prefix + "canceller"}, common...)},
 	} {
 		cmd := exec.Command(filepath.Join(bin, "hourglass"), s.args...)
 		var logs bytes.Buffer
@@ -145,17 +147,6 @@ func stop(t *testing.T, name string, cmd *exec.Cmd, logs *bytes.Buffer) {
 	if t.Failed() {
 		t.Logf("%s output:\n%s", name, logs.String())
 	}
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // waitGroups waits, at most 60 s, until every group is stable with every
