@@ -7,7 +7,7 @@ import "time"
 type PreciseTimer interface {
 	Timer
 	// Close stops the timer and releases what it holds; the timer is not
-	// used after Close.
+	// used after Close, but Close may be called again.
 	Close()
 }
 
@@ -29,10 +29,10 @@ func NewPreciseTimer(c Clock, d time.Duration) PreciseTimer {
 			return t
 		}
 	}
-	return closer{c.NewTimer(d)}
+	return stopCloser{c.NewTimer(d)}
 }
 
-// closer is a Timer whose Close is Stop.
-type closer struct{ Timer }
+// stopCloser is a Timer whose Close is Stop.
+type stopCloser struct{ Timer }
 
-func (c closer) Close() { c.Stop() }
+func (c stopCloser) Close() { c.Stop() }

@@ -21,6 +21,8 @@ type fdTimer struct {
 	c    chan time.Time
 	done chan struct{} // closed when run returns
 
+	closeOnce sync.Once
+
 	mu sync.Mutex
 	at time.Time // when it is due; zero when stopped
 }
@@ -58,11 +60,14 @@ func (t *fdTimer) Stop() {
 	t.set(0)
 }
 
-// Close stops the timer, closes the timerfd and waits for run to return.
+// Close stops the timer, closes the timerfd and waits for run to return;
+// it does so once, whoever calls it again.
 func (t *fdTimer) Close() {
-	t.Stop()
-	t.f.Close() // run's Read returns os.ErrClosed
-	<-t.done
+	t.closeOnce.Do(func() {
+		t.Stop()
+		t.f.Close() // run's Read returns os.ErrClosed
+		<-t.done
+	})
 }
 
 func (t *fdTimer) set(d time.Duration) {

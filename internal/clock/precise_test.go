@@ -37,7 +37,7 @@ func TestPreciseTimerFires(t *testing.T) {
 func TestPreciseTimerResetAndStop(t *testing.T) {
 	tm := NewPreciseTimer(Real{}, time.Millisecond)
 	defer tm.Close()
-	time.Sleep(20 * time.Millisecond) // it has fired: a value waits on C
+	waitUntil(t, "the first firing", func() bool { return len(tm.C()) == 1 })
 
 	// Reset to later: the value of the earlier arming is gone.
 	tm.Reset(never)
@@ -60,7 +60,13 @@ func TestPreciseTimerResetAndStop(t *testing.T) {
 	// Stop: nothing fires, even after its time.
 	tm.Reset(time.Millisecond)
 	tm.Stop()
-	time.Sleep(20 * time.Millisecond)
+	later := NewPreciseTimer(Real{}, 5*time.Millisecond)
+	defer later.Close()
+	select {
+	case <-later.C(): // the stopped timer's time has passed
+	case <-time.After(never):
+		t.Fatal("a second timer did not fire")
+	}
 	if v, ok := fired(tm.C()); ok {
 		t.Fatalf("after Stop: a value %v", v)
 	}
@@ -103,21 +109,33 @@ func TestPreciseTimerClose(t *testing.T) {
 		timers[i] = NewPreciseTimer(Real{}, time.Hour)
 	}
 	// Their goroutines start in their own time.
-	n := 0
-	for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait); time.Sleep(time.Millisecond) {
-		if n = runningTimers(); n == len(timers) {
-			break
+	defer func() {
+		for _, tm := range timers {
+			tm.Close()
 		}
-	}
+	}()
+	waitUntil(t, "a goroutine per timer", func() bool { return runningTimers() == len(timers) })
 	for _, tm := range timers {
 		tm.Close()
-	}
-	if n != len(timers) {
-		t.Fatalf("%d timer goroutines for %d timers", n, len(timers))
 	}
 	// Close waits for the timer's goroutine: none is left behind.
 	if n := runningTimers(); n != 0 {
 		t.Fatalf("%d timer goroutines after Close", n)
+	}
+}
+
+// waitUntil polls cond every millisecond, for at most never.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	bound := time.After(never)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-bound:
+			t.Fatalf("no %s after %v", what, never)
+		}
 	}
 }
 
