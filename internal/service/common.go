@@ -11,6 +11,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/procs"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/internal/topics"
 )
@@ -49,6 +50,9 @@ type Common struct {
 	// LagInterval is how often the consumer lag gauge is refreshed
 	// (--lag-interval); default telemetry.DefaultLagInterval.
 	LagInterval time.Duration
+	// ScaleProcs runs the service on one processor while it needs little
+	// CPU (--scale-procs, see package procs); default true.
+	ScaleProcs bool
 }
 
 // env is the environment variable of a flag.
@@ -72,6 +76,8 @@ func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
 		"replication factor of topics created at start; -1 uses the broker default")
 	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
 	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), telemetry.DefaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
+	fs.BoolVar(&c.ScaleProcs, "scale-procs", env("scale-procs"), true,
+		"run on one processor (GOMAXPROCS 1) while the service uses less than 0.3 of a core for 10s, and on up to GOMAXPROCS as soon as it uses half of one: at low rates idle processors cost more CPU than the work does (docs/operations.md)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
 		"consumer group session timeout: how long the partitions of an instance that died (and was not restarted) wait for another")
 }
@@ -99,6 +105,15 @@ func (c *Common) Validate(fs *cli.FlagSet) Checks {
 		errs.Add("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
 	}
 	return errs
+}
+
+// Procs returns the scaler of the service's processors (--scale-procs), or
+// nil when they are not scaled; a nil scaler's Run returns at once.
+func (c *Common) Procs(log *slog.Logger) *procs.Scaler {
+	if !c.ScaleProcs {
+		return nil
+	}
+	return procs.New(procs.Config{Logger: log})
 }
 
 // KgoOpts returns the connection options.

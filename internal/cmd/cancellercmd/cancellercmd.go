@@ -131,6 +131,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, cn.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error { tel.WatchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))

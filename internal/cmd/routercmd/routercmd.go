@@ -99,6 +99,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, rt.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error { tel.WatchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))
