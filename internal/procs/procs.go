@@ -8,9 +8,12 @@
 // second processor idle, each of them wakes a thread to look for work,
 // which finds none and sleeps again: on a 2-core machine the router spends
 // a fifth less CPU per deadline on one processor than on two, at the same
-// lateness (docs/benchmarks.md). At 50,000 deadlines a second one processor
-// doubles the p99 lateness instead. Scaler moves between the two by the CPU
-// the process uses.
+// p99 lateness (docs/benchmarks.md). At 50,000 deadlines a second one
+// processor doubles the p99 lateness instead. A Scaler moves between the
+// two by the CPU the process uses. It stays on one processor under load
+// that is low on average but spiky (large records), where the lateness
+// tail grows, which is why services run it only on request
+// (--scale-procs).
 package procs
 
 import (

@@ -9,15 +9,16 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 )
 
-// TestScaleProcsFlag: --scale-procs is on by default, and off gives no
-// scaler.
+// TestScaleProcsFlag: --scale-procs is off by default, and on gives a
+// scaler wherever there is more than one processor to scale from.
 func TestScaleProcsFlag(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tc := range []struct {
 		args []string
 		want bool
 	}{
-		{nil, runtime.GOMAXPROCS(0) > 1}, // nothing to scale on one processor
+		{nil, false},
+		{[]string{"--scale-procs"}, runtime.GOMAXPROCS(0) > 1}, // nothing to scale on one processor
 		{[]string{"--scale-procs=false"}, false},
 	} {
 		var c Common
