@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
 // TestStep: the decisions, tick by tick, of a scaler with Max 2, Up 0.5,
@@ -48,13 +49,8 @@ func TestStep(t *testing.T) {
 	}
 }
 
-func repeat(v float64, n int) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
-}
+// repeat is n ticks that use v cores each.
+func repeat(v float64, n int) []float64 { return slices.Repeat([]float64{v}, n) }
 
 // TestNewNothingToScale: with one processor at most there is no scaler,
 // and running none returns.
@@ -113,20 +109,20 @@ func TestRun(t *testing.T) {
 	// of CPU meanwhile, once Run has armed its timer.
 	tick := func(cores float64) {
 		t.Helper()
-		waitFor(t, func() bool { return fc.Armed() == 1 })
+		waitFor(t, "the timer armed", func() bool { return fc.Armed() == 1 })
 		cpu.add(time.Duration(cores * float64(DefaultTick)))
 		fc.Advance(DefaultTick)
 	}
 	for range 10 {
 		tick(0.05)
 	}
-	waitFor(t, func() bool { return len(cpu.sets()) == 1 })
+	waitFor(t, "GOMAXPROCS set 1 times", func() bool { return len(cpu.sets()) == 1 })
 	tick(0.9)
-	waitFor(t, func() bool { return len(cpu.sets()) == 2 })
+	waitFor(t, "GOMAXPROCS set 2 times", func() bool { return len(cpu.sets()) == 2 })
 	for range 10 {
 		tick(0.05)
 	}
-	waitFor(t, func() bool { return len(cpu.sets()) == 3 })
+	waitFor(t, "GOMAXPROCS set 3 times", func() bool { return len(cpu.sets()) == 3 })
 	cancel()
 	<-done
 	if got, want := cpu.sets(), []int{1, 4, 1, 4}; !slices.Equal(got, want) {
@@ -143,11 +139,11 @@ func TestRunCPUError(t *testing.T) {
 	done := make(chan struct{})
 	go func() { s.Run(context.Background()); close(done) }()
 	for range 10 {
-		waitFor(t, func() bool { return fc.Armed() == 1 })
+		waitFor(t, "the timer armed", func() bool { return fc.Armed() == 1 })
 		fc.Advance(DefaultTick)
 	}
-	waitFor(t, func() bool { return len(cpu.sets()) == 1 })
-	waitFor(t, func() bool { return fc.Armed() == 1 })
+	waitFor(t, "GOMAXPROCS set 1 times", func() bool { return len(cpu.sets()) == 1 })
+	waitFor(t, "the timer armed", func() bool { return fc.Armed() == 1 })
 	cpu.mu.Lock()
 	cpu.err = errors.New("no rusage")
 	cpu.mu.Unlock()
@@ -185,13 +181,8 @@ func TestProcessCPU(t *testing.T) {
 	t.Fatalf("the CPU time did not grow in a minute of computing (%d)", x)
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitFor waits, a minute at most, for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within a minute")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, time.Minute, what, cond, nil)
 }
