@@ -17,7 +17,7 @@ import (
 // received after them.
 type fdTimer struct {
 	f    *os.File
-	fd   int
+	fd   int // f's, kept: f.Fd() would put the file in blocking mode
 	c    chan time.Time
 	done chan struct{} // closed when run returns
 

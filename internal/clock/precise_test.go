@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -18,13 +19,8 @@ func TestPreciseTimerFires(t *testing.T) {
 	tm := NewPreciseTimer(Real{}, d)
 	defer tm.Close()
 	for i := range 3 {
-		select {
-		case v := <-tm.C():
-			if v.Sub(start) < d || time.Since(start) < d {
-				t.Fatalf("firing %d came %v after arming, before %v", i, v.Sub(start), d)
-			}
-		case <-time.After(never):
-			t.Fatalf("firing %d: nothing after %v", i, never)
+		if v := waitFire(t, tm.C(), fmt.Sprintf("firing %d", i)); v.Sub(start) < d || time.Since(start) < d {
+			t.Fatalf("firing %d came %v after arming, before %v", i, v.Sub(start), d)
 		}
 		if v, ok := fired(tm.C()); ok {
 			t.Fatalf("firing %d: a second value %v", i, v)
@@ -48,13 +44,9 @@ func TestPreciseTimerResetAndStop(t *testing.T) {
 	// one fires, once.
 	start := time.Now()
 	tm.Reset(2 * time.Millisecond)
-	select {
-	case <-tm.C():
-		if since := time.Since(start); since < 2*time.Millisecond {
-			t.Fatalf("fired %v after Reset(2ms)", since)
-		}
-	case <-time.After(never):
-		t.Fatal("Reset(2ms) did not fire")
+	waitFire(t, tm.C(), "Reset(2ms)")
+	if since := time.Since(start); since < 2*time.Millisecond {
+		t.Fatalf("fired %v after Reset(2ms)", since)
 	}
 
 	// Stop: nothing fires, even after its time.
@@ -62,21 +54,13 @@ func TestPreciseTimerResetAndStop(t *testing.T) {
 	tm.Stop()
 	later := NewPreciseTimer(Real{}, 5*time.Millisecond)
 	defer later.Close()
-	select {
-	case <-later.C(): // the stopped timer's time has passed
-	case <-time.After(never):
-		t.Fatal("a second timer did not fire")
-	}
+	waitFire(t, later.C(), "a second timer") // the stopped timer's time has passed
 	if v, ok := fired(tm.C()); ok {
 		t.Fatalf("after Stop: a value %v", v)
 	}
 	// Reset after Stop arms it again; a duration <= 0 fires at once.
 	tm.Reset(0)
-	select {
-	case <-tm.C():
-	case <-time.After(never):
-		t.Fatal("Reset(0) after Stop did not fire")
-	}
+	waitFire(t, tm.C(), "Reset(0) after Stop")
 }
 
 // TestPreciseTimerRace resets and stops a timer while it fires, from the
@@ -96,11 +80,7 @@ func TestPreciseTimerRace(t *testing.T) {
 		tm.Reset(time.Duration(i%4) * 50 * time.Microsecond)
 	}
 	tm.Reset(0)
-	select {
-	case <-tm.C():
-	case <-time.After(never):
-		t.Fatal("the timer does not fire after the race")
-	}
+	waitFire(t, tm.C(), "the timer after the race")
 }
 
 func TestPreciseTimerClose(t *testing.T) {
@@ -122,6 +102,19 @@ func TestPreciseTimerClose(t *testing.T) {
 	// behind. One that has closed its done channel may still be on its way
 	// out of run for a moment, hence the (bounded) wait.
 	waitUntil(t, "return of every timer goroutine", func() bool { return runningTimers() == 0 })
+}
+
+// waitFire returns the value that c receives, and fails t, naming what
+// should have fired, when none comes within never.
+func waitFire(t *testing.T, c <-chan time.Time, what string) time.Time {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(never):
+		t.Fatalf("%s: nothing fired after %v", what, never)
+		return time.Time{}
+	}
 }
 
 // waitUntil polls cond every millisecond, for at most never.

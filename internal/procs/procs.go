@@ -118,9 +118,8 @@ func (s *Scaler) Run(ctx context.Context) {
 	if s == nil {
 		return
 	}
-	cpu, err := s.cfg.CPU()
-	if err != nil {
-		s.cfg.Logger.Warn("the CPU time of the process cannot be read; GOMAXPROCS stays where it is", "err", err)
+	cpu, ok := s.readCPU()
+	if !ok {
 		return
 	}
 	s.lastCPU, s.lastAt = cpu, s.cfg.Clock.Now()
@@ -137,9 +136,8 @@ func (s *Scaler) Run(ctx context.Context) {
 			return
 		case <-t.C():
 		}
-		cpu, err := s.cfg.CPU()
-		if err != nil {
-			s.cfg.Logger.Warn("the CPU time of the process cannot be read; GOMAXPROCS stays where it is", "err", err)
+		cpu, ok := s.readCPU()
+		if !ok {
 			return
 		}
 		now := s.cfg.Clock.Now()
@@ -150,6 +148,17 @@ func (s *Scaler) Run(ctx context.Context) {
 		s.lastCPU, s.lastAt = cpu, now
 		t.Reset(s.cfg.Tick)
 	}
+}
+
+// readCPU returns the CPU time the process has used, or logs why it
+// cannot be read and returns false.
+func (s *Scaler) readCPU() (time.Duration, bool) {
+	cpu, err := s.cfg.CPU()
+	if err != nil {
+		s.cfg.Logger.Warn("the CPU time of the process cannot be read; GOMAXPROCS stays where it is", "err", err)
+		return 0, false
+	}
+	return cpu, true
 }
 
 // step takes the CPU time used over the wall time elapsed since the last

@@ -55,8 +55,8 @@ func pace(ctx context.Context, n, rate int, stderr io.Writer, t *embedded.Tally,
 type peak struct {
 	max  int
 	last time.Time
-	// onSecond, if set, is called with the first closes so far at each
-	// progress second of pace.
+	// onSecond, if set, is called at each progress second of pace with the
+	// deadlines fired so far.
 	onSecond func(now time.Time, fired int)
 
 	mu                  sync.Mutex
