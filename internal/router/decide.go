@@ -237,6 +237,11 @@ func (r *Router) fire(now time.Time) {
 		p := e.part
 		switch e.state {
 		case stateRetry:
+			if f := e.again; f != nil {
+				e.again = nil
+				r.produce(f)
+				continue
+			}
 			r.produceDeadLetter(e)
 			continue
 		case stateTimer:

@@ -19,7 +19,8 @@ const (
 	stateWaiting state = iota + 1
 	// in the in-memory timer (wake heap), waiting for its due time.
 	stateTimer
-	// in the wake heap, waiting to try its dead letter again.
+	// in the wake heap, waiting to try its dead letter, or its produce
+	// onward, again.
 	stateRetry
 	// being produced onward: waiting for room at its target or in flight.
 	stateProducing
@@ -47,6 +48,9 @@ type entry struct {
 	cause   error
 	minimal bool
 	tries   int
+	// again is the produce onward to try again when a retry is due (see
+	// Router.produceLater); nil: the dead letter.
+	again *flight
 
 	owned bool // rec is a copy of its own (see own)
 }

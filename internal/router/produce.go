@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/consumer"
@@ -220,9 +221,45 @@ func (r *Router) produceFailed(f *flight, err error) bool {
 	case kindDeadLetter:
 		r.deadLetterFailed(e, err)
 	default:
+		if r.own(f.out.Topic) && !refusesRecord(err) {
+			r.produceLater(f, err)
+			break
+		}
 		r.deadLetter(e, fmt.Errorf("%s: %s to %s: %w", reasonProduceFailed, f.kind, f.out.Topic, err))
 	}
 	return false
+}
+
+// own reports whether topic is one of the router's own topics, which exist
+// by configuration: a delay topic or the default target.
+func (r *Router) own(topic string) bool {
+	_, delay := r.tierOf[topic]
+	return delay || topic == r.cfg.Target
+}
+
+// refusesRecord reports whether err refuses the record itself, so that
+// producing it again cannot help.
+func refusesRecord(err error) bool {
+	return kafka.TooLarge(err) || errors.Is(err, kerr.InvalidRecord)
+}
+
+// produceLater produces f again after a backoff: a forward or hop to one of
+// the router's own topics that franz-go gave up on, though the record is not
+// at fault. franz-go gives a record up after a few UNKNOWN_TOPIC_OR_PARTITION
+// answers (UnknownTopicRetries), which a broker whose metadata lags a leader
+// move or a reassignment gives for a topic that exists; a deadline must not
+// become a dead letter for that. Like a refused dead letter, it is never
+// given up on: the record stays uncommitted meanwhile, and the other
+// partitions flow.
+func (r *Router) produceLater(f *flight, err error) {
+	e := f.e
+	e.tries++
+	wait := kafka.RefusedWait(e.tries)
+	r.log.Error("producing to an own topic failed; trying again", "topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset,
+		"to", f.out.Topic, "kind", f.kind.String(), "tries", e.tries, "in", wait, "err", err)
+	e.again = f
+	e.state, e.ready = stateRetry, r.clock.Now().Add(wait)
+	r.wake.push(e)
 }
 
 // release stops counting e's bytes: it has left the router.

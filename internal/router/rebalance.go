@@ -59,8 +59,8 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 // done, so a graceful stop or rebalance commits everything and the next owner
 // neither loses nor repeats a record.
 //
-// A record whose dead letter the topic keeps refusing cannot move, and the
-// commit stops below it: the records after it are read again by the next
+// A record whose dead letter, or produce onward to an own topic, keeps
+// being refused (stateRetry) cannot move, and the commit stops below it: the records after it are read again by the next
 // owner, so they are dropped here rather than handed off, which would make
 // them fire twice.
 func (r *Router) handOff(p *partition, now time.Time) {

@@ -1,0 +1,75 @@
+package router
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// TestOwnTopicBrieflyUnknown: a broker answers the produces to the default
+// target topic, then to a delay topic, UNKNOWN_TOPIC_OR_PARTITION a few
+// times in a row (a broker whose metadata lags a leader move or a partition
+// reassignment does; franz-go gives a record up after UnknownTopicRetries,
+// 4, of them). Those topics are the router's own and exist: the forward and
+// the hop must go through once the broker answers again, not become dead
+// letters that an operator has to replay.
+func TestOwnTopicBrieflyUnknown(t *testing.T) {
+	table, _ := tiers.Parse("30s,2m")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	short, long := tiers.Topic(b.cfg.Prefix, 30*time.Second), tiers.Topic(b.cfg.Prefix, 2*time.Minute)
+	before := b.router.Stats()
+
+	// The default target.
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.cfg.Target, Err: kerr.UnknownTopicOrPartition, Count: 5})
+	b.produceRec(t, delayRecord(short, "due", t0, t0.Add(-time.Second)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fault.Wait(ctx, 5); err != nil {
+		t.Fatalf("the fault answered %d produces: %v", fault.Hits(), err)
+	}
+	fault.Remove()
+	// Retries, if any, wait with the clock.
+	for range 20 {
+		if b.router.Stats().Forwarded > before.Forwarded || b.router.Stats().DeadLettered > before.DeadLettered {
+			break
+		}
+		b.clock.Advance(time.Second)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := b.router.Stats(); st.DeadLettered != before.DeadLettered {
+		t.Errorf("a deadline forwarded to the default target was dead-lettered after a few UNKNOWN_TOPIC_OR_PARTITION answers (%+v)", st)
+	}
+	b.read(t, b.cfg.Target, "due", 1)
+
+	// A delay topic: a hop from 2m to 30s.
+	before = b.router.Stats()
+	fault = cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: short, Err: kerr.UnknownTopicOrPartition, Count: 5})
+	defer fault.Remove()
+	b.produceRec(t, delayRecord(long, "hop", t0, t0.Add(2*time.Minute+50*time.Second)))
+	b.waitStats(t, func(s Stats) bool { return s.Held == before.Held+1 })
+	b.clock.Advance(2 * time.Minute)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fault.Wait(ctx, 5); err != nil {
+		t.Fatalf("the fault answered %d produces: %v", fault.Hits(), err)
+	}
+	fault.Remove()
+	for range 20 {
+		if b.router.Stats().Hopped > before.Hopped || b.router.Stats().DeadLettered > before.DeadLettered {
+			break
+		}
+		b.clock.Advance(time.Second)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := b.router.Stats(); st.DeadLettered != before.DeadLettered {
+		t.Errorf("a deadline hopping to a delay topic was dead-lettered after a few UNKNOWN_TOPIC_OR_PARTITION answers (%+v)", st)
+	}
+	b.read(t, short, "hop", 1)
+}
