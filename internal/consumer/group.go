@@ -26,6 +26,11 @@ const (
 	// MetadataMinAge is the least time between two metadata refreshes of
 	// a service's client (franz-go's default is 5s).
 	MetadataMinAge = 250 * time.Millisecond
+	// MetadataMaxAge is the most time between two metadata refreshes of
+	// a service's client: how long a partition added to a consumed topic
+	// goes unread. franz-go's default, 5m, held the deadlines produced to
+	// a partition added to a delay topic for up to five minutes.
+	MetadataMaxAge = 5 * time.Second
 	// HeartbeatInterval is how often a member heartbeats (at most a third
 	// of the session timeout).
 	HeartbeatInterval = 250 * time.Millisecond
@@ -67,7 +72,8 @@ type Group struct {
 //     (invariant 6);
 //   - the decompression cap, the session timeout with heartbeats well
 //     within it, metadata refreshed within MetadataMinAge after a leader
-//     moves, and the instance id when set.
+//     moves, partitions added to a topic assigned within MetadataMaxAge,
+//     and the instance id when set.
 func (g Group) Opts() []kgo.Opt {
 	session := g.SessionTimeout
 	if session == 0 {
@@ -95,6 +101,9 @@ func (g Group) Opts() []kgo.Opt {
 		// by default, which a leader change would add to every deadline
 		// of the partition.
 		kgo.MetadataMinAge(MetadataMinAge),
+		// The group's leader sees a partition added to a consumed topic
+		// only in a metadata refresh, and only then is it assigned.
+		kgo.MetadataMaxAge(MetadataMaxAge),
 	)
 	if g.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(g.InstanceID))

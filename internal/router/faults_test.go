@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -72,4 +74,35 @@ func TestOwnTopicBrieflyUnknown(t *testing.T) {
 		t.Errorf("a deadline hopping to a delay topic was dead-lettered after a few UNKNOWN_TOPIC_OR_PARTITION answers (%+v)", st)
 	}
 	b.read(t, short, "hop", 1)
+}
+
+// TestAddedDelayPartition: a partition is added to a delay topic while the
+// router runs, and a producer that knows it puts a due deadline there. The
+// router must take the partition within seconds: franz-go refreshes its
+// metadata, and so finds the partition, only every 5 minutes by default.
+func TestAddedDelayPartition(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(b.cl).CreatePartitions(ctx, 1, topic); err != nil {
+		t.Fatal(err)
+	}
+	manual, err := kgo.NewClient(seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manual.Close()
+	rec := delayRecord(topic, "new", t0, t0.Add(-time.Second))
+	rec.Partition = 1
+	if err := manual.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// Within 30 s, which franz-go's default (5 minutes) would miss by far,
+	// with room for a rebalance on a busy machine.
+	b.readWithin(t, b.cfg.Target, "new", 1, 30*time.Second)
+	t.Logf("the deadline in the added partition was forwarded %v after it was produced", time.Since(start).Round(time.Millisecond))
 }

@@ -142,12 +142,18 @@ func (b *bundle) produce(t *testing.T, topic, key string, ts time.Time, due time
 // read returns the records of topic with key, in order.
 func (b *bundle) read(t *testing.T, topic, key string, want int) []*kgo.Record {
 	t.Helper()
+	return b.readWithin(t, topic, key, want, 10*time.Second)
+}
+
+// readWithin is read with its own bound.
+func (b *bundle) readWithin(t *testing.T, topic, key string, want int, bound time.Duration) []*kgo.Record {
+	t.Helper()
 	cl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	var out []*kgo.Record
 	for len(out) < want {
