@@ -140,7 +140,14 @@ func (s *Scheduler) cancellation(c Cancellation) (*kgo.Record, error) {
 }
 
 func (s *Scheduler) late(id string, due time.Time) error {
-	if now := s.now(); !due.IsZero() && !now.Before(due) {
+	now := s.now()
+	if due.IsZero() {
+		return nil
+	}
+	// The deadline named is due at due's millisecond (hourglass-due is in
+	// milliseconds): the router may forward it from then on.
+	due = time.UnixMilli(due.UnixMilli())
+	if !now.Before(due) {
 		return fmt.Errorf("cancel %s: acknowledged at %s, due at %s: %w", id, now.UTC().Format(time.RFC3339Nano), due.UTC().Format(time.RFC3339Nano), ErrLate)
 	}
 	return nil

@@ -126,6 +126,27 @@ func TestSchedulerCancel(t *testing.T) {
 	}
 }
 
+// TestSchedulerCancelLateSubMillisecond: a due time finer than a
+// millisecond names the deadline due at its millisecond (the header and
+// the router's due time are truncated to it): a cancellation acknowledged
+// in that millisecond, after the router may have forwarded the deadline, is
+// late, though it is before the due time given.
+func TestSchedulerCancelLateSubMillisecond(t *testing.T) {
+	t.Parallel()
+	s, b := setupScheduler(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The deadline of a task scheduled with this due time fires at testNow.
+	due := testNow.Add(600 * time.Microsecond)
+	b.clock.Advance(300 * time.Microsecond) // acknowledged at testNow+0.3ms
+	if err := s.Cancel(ctx, "order-1", due); !errors.Is(err, ErrLate) {
+		t.Errorf("Cancel acknowledged 0.3 ms after the deadline's due time: %v, want ErrLate", err)
+	}
+	if err := s.Reschedule(ctx, Task{ID: "order-2", Due: testNow.Add(time.Hour)}, due); !errors.Is(err, ErrLate) {
+		t.Errorf("Reschedule acknowledged 0.3 ms after the deadline's due time: %v, want ErrLate", err)
+	}
+}
+
 // TestSchedulerRescheduleTransactional: on a transactional client both
 // records of a reschedule commit together, the new deadline a millisecond
 // after the cancellation, so that the cancellation does not cover it.
