@@ -111,11 +111,16 @@ func cancelledLines(id, at string, due, made, acked time.Time) []string {
 
 // relative says when acked was against due.
 func relative(acked, due time.Time) string {
-	d := due.Sub(acked).Round(time.Millisecond)
+	d := due.Sub(acked)
 	if d > 0 {
+		// In time, however close: less than half a millisecond, rounded
+		// to one, would read 0s.
+		if r := d.Round(time.Millisecond); r > 0 {
+			d = r
+		}
 		return d.String() + " before the due time: it does not reach its target"
 	}
-	return (-d).String() + " after the due time"
+	return (-d).Round(time.Millisecond).String() + " after the due time"
 }
 
 // lateError is the error of a cancellation acknowledged after its

@@ -226,7 +226,9 @@ func parseTime(s string) (time.Time, error) {
 		if t.UnixMilli() < 0 {
 			return time.Time{}, fmt.Errorf("%q is before 1970", s)
 		}
-		return t, nil
+		// To the millisecond, as hourglass-due: the deadline a record
+		// names is due at its millisecond.
+		return time.UnixMilli(t.UnixMilli()), nil
 	}
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 && ms < 1e15 {
 		return time.UnixMilli(ms), nil
