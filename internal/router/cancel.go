@@ -122,7 +122,7 @@ func (r *Router) cancelled(e *entry, now time.Time) bool {
 
 // scheduledOf is when e's task was scheduled: its hourglass-scheduled
 // header, or its record's timestamp without one (hop sets the header from
-// it, so that a hopped record keeps it).
+// it, so that a hopped or forwarded record keeps it).
 func scheduledOf(e *entry) time.Time {
 	if !e.meta.Scheduled.IsZero() {
 		return e.meta.Scheduled
@@ -130,8 +130,8 @@ func scheduledOf(e *entry) time.Time {
 	return e.rec.Timestamp
 }
 
-// scheduledHeader returns the hourglass-scheduled header a hop adds to a
-// record that has none, or nothing.
+// scheduledHeader returns the hourglass-scheduled header a hop or a
+// forward adds to a record that has none, or nothing.
 func scheduledHeader(e *entry) []kgo.RecordHeader {
 	if !e.meta.Scheduled.IsZero() {
 		return nil

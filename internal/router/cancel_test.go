@@ -9,6 +9,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -80,6 +81,50 @@ func TestCancelBeforeDue(t *testing.T) {
 	}
 	if s := b.router.Stats(); s.Forwarded != before.Forwarded+3 {
 		t.Errorf("forwarded %d, want 3: a cancelled deadline reached its target", s.Forwarded-before.Forwarded)
+	}
+}
+
+// TestCancelCoversRetryOfUnscheduledRecord: a deadline produced without
+// hourglass-scheduled (kcat, another language) and forwarded without a hop
+// keeps when it was scheduled on its target record, so that the
+// canceller's retry of its close (stamped when the close failed, headers
+// passed on) is still matched by a cancellation of that deadline made
+// before the retry: the order was paid while its close was failing.
+func TestCancelCoversRetryOfUnscheduledRecord(t *testing.T) {
+	table, _ := tiers.Parse("1s,10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	short := tiers.Topic(b.cfg.Prefix, time.Second)
+	deadline := t0.Add(500 * time.Millisecond)
+	b.produceRec(t, delayRecord(short, "paid", t0, deadline)) // no hourglass-scheduled
+	b.waitArmed(t, deadline)
+	before := b.router.Stats()
+	b.clock.Advance(500 * time.Millisecond)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
+	out := b.read(t, b.cfg.Target, "paid", 1)[0]
+
+	// Paid at t0+600ms, after the deadline was due (late), naming it.
+	b.cancel(t, tiers.Cancellation{ID: "paid", At: t0.Add(600 * time.Millisecond), Due: deadline})
+	// The close failed; at t0+700ms the canceller schedules attempt 2 as
+	// canceller.retry does: stamped now, the target record's headers.
+	b.clock.Advance(200 * time.Millisecond)
+	now := b.clock.Now()
+	retry := &kgo.Record{Topic: short, Key: out.Key, Value: out.Value, Timestamp: now,
+		Headers: record.Onward(out.Headers,
+			kgo.RecordHeader{Key: tiers.HeaderDue, Value: tiers.FormatMillis(now.Add(time.Second))},
+			kgo.RecordHeader{Key: tiers.HeaderTarget, Value: []byte(out.Topic)},
+			kgo.RecordHeader{Key: tiers.HeaderAttempt, Value: []byte("2")},
+			kgo.RecordHeader{Key: tiers.HeaderDeadline, Value: tiers.FormatMillis(deadline)},
+		)}
+	b.produceRec(t, retry)
+	b.waitArmed(t, now.Add(time.Second))
+	b.clock.Advance(time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Cancelled+s.Forwarded == before.Cancelled+before.Forwarded+2 })
+	if s := b.router.Stats(); s.Cancelled != before.Cancelled+1 {
+		t.Fatalf("the retry of the cancelled deadline was forwarded (stats %+v): it lost when its deadline was scheduled", s)
+	}
+	if ev := b.outcomeOf(t, "paid"); ev.ScheduledMs != t0.UnixMilli() || ev.DeadlineMs != deadline.UnixMilli() {
+		t.Errorf("outcome %+v, want the deadline scheduled at t0, due at t0+500ms", ev)
 	}
 }
 

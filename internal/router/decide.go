@@ -288,9 +288,13 @@ func (r *Router) forward(e *entry, now time.Time) {
 		r.metrics.lateness.Observe(late.Seconds())
 	}
 	out := onward(e, r.target(e.meta), now)
-	out.Headers = record.Onward(e.rec.Headers,
+	// The target record is stamped now: without its hourglass-scheduled
+	// (added as a hop adds it), a retry of its close would count as
+	// scheduled when the close failed, and a cancellation of the deadline
+	// made before that would not match it.
+	out.Headers = record.Onward(e.rec.Headers, append(scheduledHeader(e),
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(record.AppendPath(e.meta.Path, e.part.tier))},
-		kgo.RecordHeader{Key: tiers.HeaderForwarded, Value: tiers.FormatMillis(now)},
+		kgo.RecordHeader{Key: tiers.HeaderForwarded, Value: tiers.FormatMillis(now)})...,
 	)
 	r.produce(&flight{e: e, out: out, kind: kindForward})
 }
