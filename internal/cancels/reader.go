@@ -1,6 +1,7 @@
 package cancels
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,10 +178,18 @@ func (r *Reader) Run(ctx context.Context) error {
 }
 
 // start finds the topic's partitions and where to read each from: the
-// store's offsets when they are within the topic, else the start (a topic
-// deleted and created again voids the store).
+// store's offsets when they are of this topic and within it, else the
+// start (a topic deleted and created again voids the store).
 func (r *Reader) start(ctx context.Context) error {
 	starts, ends, err := r.waitTopic(ctx)
+	if err != nil {
+		return err
+	}
+	id, err := r.topicID(ctx)
+	if err != nil {
+		return err
+	}
+	storedID, err := r.store.TopicID()
 	if err != nil {
 		return err
 	}
@@ -188,15 +197,27 @@ func (r *Reader) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reset := id != nil && storedID != nil && !bytes.Equal(id, storedID)
+	if reset {
+		r.cfg.Logger.Warn("the store of cancellations was read from another topic of the name (was the topic created again?); reading the topic from its start",
+			"topic", r.cfg.Topic)
+	}
 	for p, next := range stored {
-		if end, ok := ends[p]; !ok || next > end {
+		if end, ok := ends[p]; !reset && (!ok || next > end) {
 			r.cfg.Logger.Warn("the store of cancellations is ahead of its topic (was the topic created again?); reading the topic from its start",
 				"topic", r.cfg.Topic, "partition", p, "stored", next, "end", end)
-			if err := r.store.Reset(); err != nil {
-				return err
-			}
-			stored = nil
-			break
+			reset = true
+		}
+	}
+	if reset {
+		if err := r.store.Reset(); err != nil {
+			return err
+		}
+		stored = nil
+	}
+	if id != nil && !bytes.Equal(id, storedID) {
+		if err := r.store.SetTopicID(id); err != nil {
+			return err
 		}
 	}
 	assign := make(map[int32]kgo.Offset, len(starts))
@@ -241,6 +262,23 @@ func (r *Reader) waitTopic(ctx context.Context) (starts, ends map[int32]int64, e
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// topicID returns the id of the topic, or nil from a broker that has no
+// topic ids.
+func (r *Reader) topicID(ctx context.Context) ([]byte, error) {
+	tds, err := r.adm.ListTopics(ctx, r.cfg.Topic)
+	if err == nil {
+		err = tds.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancels: describe %s: %w", r.cfg.Topic, err)
+	}
+	id := tds[r.cfg.Topic].ID
+	if id == (kadm.TopicID{}) {
+		return nil, nil
+	}
+	return id[:], nil
 }
 
 // listOffsets returns the start and the last stable (committed) end offset

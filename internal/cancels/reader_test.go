@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -197,5 +198,103 @@ func TestReaderSkipsBomb(t *testing.T) {
 	}
 	if invalid.Load() != 1 {
 		t.Errorf("%d invalid reports, want 1 for the skipped batch", invalid.Load())
+	}
+}
+
+// TestReaderAddedPartition: a partition added to the topic counts from the
+// first round after it: a cancellation acknowledged in it before the time
+// a round notes is in the store when Covered reaches that time (a client
+// started after the partition was added sends the task's cancellations
+// there at once, as `hourglass cancel` does).
+func TestReaderAddedPartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	b := startReader(t, c, "")
+	b.cover(t)
+	adm, err := kgo.NewClient(b.seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(adm).CreatePartitions(ctx, 1, testTopic); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(b.seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rec, err := tiers.BuildCancellation("t.", tiers.Cancellation{ID: "new-partition", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Partition = 1
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	b.cover(t) // acknowledged before the time this covers
+	if _, ok, err := b.r.Lookup("new-partition"); !ok || err != nil {
+		t.Errorf("the cancellation acknowledged in the added partition before Covered: found %v, %v", ok, err)
+	}
+}
+
+// TestReaderTopicCreatedAgain: a store kept from a topic that was deleted
+// and created again is voided, even when the new topic holds as many
+// records as the store had read: its offsets are of the old topic, and
+// read on from there they would skip the new topic's first cancellations.
+func TestReaderTopicCreatedAgain(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	dir := t.TempDir()
+	b := startReader(t, c, dir)
+	cl, err := kgo.NewClient(b.seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	now := time.Now()
+	for _, id := range []string{"old-1", "old-2"} {
+		produce(t, cl, tiers.Cancellation{ID: id, At: now})
+	}
+	b.cover(t)
+	b.stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopic(ctx, testTopic); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, testTopic); err == nil {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("create the topic again: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cl2, err := kgo.NewClient(b.seeds) // knows the new topic's id
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	for _, id := range []string{"new-1", "new-2", "new-3"} {
+		produce(t, cl2, tiers.Cancellation{ID: id, At: now})
+	}
+
+	b2 := startReader(t, c, dir)
+	b2.cover(t)
+	for id, want := range map[string]bool{"old-1": false, "old-2": false, "new-1": true, "new-2": true, "new-3": true} {
+		if _, ok, err := b2.r.Lookup(id); err != nil || ok != want {
+			t.Errorf("%s: found %v, %v; want found %v", id, ok, err, want)
+		}
 	}
 }

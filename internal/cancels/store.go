@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -41,7 +40,7 @@ const sweepChunk = 1000
 //
 //	'c' id                  -> value (see appendValue): the cancellation of task id
 //	'e' expiry(8, BE) id    -> empty: the expiry index, in expiry order
-//	'm' name                -> metadata: "format" and "len" (varints)
+//	'm' name                -> metadata: "format" and "len" (varints), "topic" (the topic id)
 //	'o' partition(4, BE)    -> varint: the next offset of a partition
 //
 // The expiry in the index is unix milliseconds with the sign bit flipped, so
@@ -59,6 +58,7 @@ const formatVersion = 1
 var (
 	keyFormat = []byte("mformat")
 	keyLen    = []byte("mlen")
+	keyTopic  = []byte("mtopic") // the id of the topic read (see TopicID)
 
 	errClosed  = errors.New("cancels: store is closed")
 	errCorrupt = errors.New("corrupt value")
@@ -333,67 +333,38 @@ func (s *Store) Offsets() (map[int32]int64, error) {
 	return offsets, nil
 }
 
-// cancelKey appends the key of the cancellation of task id to dst.
-func cancelKey(dst []byte, id string) []byte {
-	return append(append(dst, prefixCancel), id...)
+// TopicID returns the id of the topic the store was read from, set by
+// SetTopicID, or nil.
+func (s *Store) TopicID() ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return nil, errClosed
+	}
+	v, closer, err := s.db.Get(keyTopic)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancels: read the topic id: %w", err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
 }
 
-// expiryKey appends the expiry index key of task id expiring at ms to dst.
-func expiryKey(dst []byte, ms int64, id string) []byte {
-	dst = append(dst, prefixExpiry)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(ms)^(1<<63))
-	return append(dst, id...)
-}
-
-// offsetKey is the key of the next offset of a partition.
-func offsetKey(partition int32) []byte {
-	return binary.BigEndian.AppendUint32([]byte{prefixOffset}, uint32(partition))
-}
-
-// flagDue marks a value that holds a due time.
-const flagDue = 1
-
-// appendValue appends the value of a cancellation to dst: a flags byte,
-// then varints: At (unix ms), Due-At when Due is set, expires-At. Most values
-// take 10 to 13 bytes.
-func appendValue(dst []byte, c tiers.Cancellation, expires time.Time) []byte {
-	at, flags := c.At.UnixMilli(), byte(0)
-	if !c.Due.IsZero() {
-		flags = flagDue
+// SetTopicID records the id of the topic the store is read from, so that
+// a topic deleted and created again, whose offsets start over, is told
+// from it.
+func (s *Store) SetTopicID(id []byte) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return errClosed
 	}
-	dst = binary.AppendVarint(append(dst, flags), at)
-	if flags&flagDue != 0 {
-		dst = binary.AppendVarint(dst, c.Due.UnixMilli()-at)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.db.Set(keyTopic, id, pebble.NoSync); err != nil {
+		return fmt.Errorf("cancels: write the topic id: %w", err)
 	}
-	return binary.AppendVarint(dst, expires.UnixMilli()-at)
-}
-
-// decodeValue reads a value written by appendValue: the cancellation
-// (without its ID) and its expiry (unix ms).
-func decodeValue(v []byte) (c tiers.Cancellation, expires int64, err error) {
-	if len(v) == 0 || v[0]&^flagDue != 0 {
-		return c, 0, errCorrupt
-	}
-	flags, v := v[0], v[1:]
-	at, ok := readVarint(&v)
-	c.At = time.UnixMilli(at)
-	if flags&flagDue != 0 {
-		due, okDue := readVarint(&v)
-		c.Due, ok = time.UnixMilli(at+due), ok && okDue
-	}
-	exp, okExp := readVarint(&v)
-	if !ok || !okExp || len(v) != 0 {
-		return tiers.Cancellation{}, 0, errCorrupt
-	}
-	return c, at + exp, nil
-}
-
-// readVarint reads a varint from the front of *v and advances it.
-func readVarint(v *[]byte) (int64, bool) {
-	x, n := binary.Varint(*v)
-	if n <= 0 {
-		return 0, false
-	}
-	*v = (*v)[n:]
-	return x, true
+	return nil
 }
