@@ -260,7 +260,9 @@ func outcomeState(o string) string {
 
 // cancellation returns the cancellation that covers d: for a deadline the
 // router dropped, the latest covering one made before the drop; for
-// another, the task's latest cancellation if it covers d.
+// another, the task's latest cancellation if it covers d. A record that
+// breaks the contract is not one: the router does not apply it, and the
+// cancellation before it stands.
 func cancellation(d *Deadline, m milestones, cancels []*Event) *CancelRef {
 	var c *Event
 	if d.State == StateCancelled {
@@ -270,8 +272,15 @@ func cancellation(d *Deadline, m milestones, cancels []*Event) *CancelRef {
 				break
 			}
 		}
-	} else if n := len(cancels); n > 0 && covers(cancels[n-1], d) {
-		c = cancels[n-1]
+	} else {
+		for _, e := range slices.Backward(cancels) {
+			if e.Invalid == "" {
+				if covers(e, d) {
+					c = e
+				}
+				break
+			}
+		}
 	}
 	if c == nil {
 		return nil
