@@ -131,10 +131,17 @@ func scheduledOf(e *entry) time.Time {
 }
 
 // scheduledHeader returns the hourglass-scheduled header a hop or a
-// forward adds to a record that has none, or nothing.
+// forward adds to a record that has none, or nothing. A timestamp before
+// 1970 (Kafka's "no timestamp" is -1) is written as 0: the header is
+// decimal digits, and a negative one would make the next tier dead-letter
+// the record; every cancellation covers both alike.
 func scheduledHeader(e *entry) []kgo.RecordHeader {
 	if !e.meta.Scheduled.IsZero() {
 		return nil
 	}
-	return []kgo.RecordHeader{{Key: tiers.HeaderScheduled, Value: tiers.FormatMillis(e.rec.Timestamp)}}
+	at := e.rec.Timestamp
+	if at.UnixMilli() < 0 {
+		at = time.UnixMilli(0)
+	}
+	return []kgo.RecordHeader{{Key: tiers.HeaderScheduled, Value: tiers.FormatMillis(at)}}
 }

@@ -635,3 +635,29 @@ func TestLostPartitionForgetsHeld(t *testing.T) {
 		t.Errorf("after the loss: %+v, timer %d; want nothing held", s, b.router.stats.timer.Load())
 	}
 }
+
+// TestTimestampBefore1970: a record stamped before 1970 (Kafka's "no
+// timestamp", -1, or a producer clock set to it) hops like any other: the
+// hop writes a hourglass-scheduled header that the next tier reads back,
+// not one it dead-letters as header_invalid.
+func TestTimestampBefore1970(t *testing.T) {
+	table, _ := tiers.Parse("30s,2m")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	for _, ts := range []int64{-1, -86_400_000} {
+		key := "stamped" + strconv.FormatInt(ts, 10)
+		before := b.router.Stats()
+		b.produce(t, tiers.Topic(b.cfg.Prefix, 2*time.Minute), key, time.UnixMilli(ts), t0.Add(3*time.Minute))
+		// Its tier wait, measured from its timestamp, is long over: it hops
+		// at once into the 2m tier and waits there.
+		b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+1 })
+		hop := b.read(t, tiers.Topic(b.cfg.Prefix, 2*time.Minute), key, 2)[1]
+		if v, _ := tiers.Header(hop.Headers, tiers.HeaderScheduled); len(v) == 0 || v[0] == '-' {
+			t.Errorf("%s: the hop carries %s %q", key, tiers.HeaderScheduled, v)
+		}
+		b.waitArmed(t, t0.Add(2*time.Minute))
+		if s := b.router.Stats(); s.DeadLettered != before.DeadLettered {
+			t.Fatalf("%s: dead-lettered after its hop; stats %+v", key, s)
+		}
+	}
+}
