@@ -304,7 +304,7 @@ func (r *Router) hop(e *entry, tier time.Duration, now time.Time) {
 	out := onward(e, r.topicOf[tier], now)
 	out.Headers = record.Onward(e.rec.Headers, append(scheduledHeader(e),
 		kgo.RecordHeader{Key: tiers.HeaderPath, Value: []byte(record.AppendPath(e.meta.Path, e.part.tier))},
-		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(e.meta.Hops+1), 10)})...,
+		kgo.RecordHeader{Key: tiers.HeaderHops, Value: strconv.AppendInt(nil, int64(min(e.meta.Hops+1, tiers.MaxCount)), 10)})...,
 	)
 	r.produce(&flight{e: e, out: out, kind: kindHop, to: tier})
 }

@@ -661,3 +661,26 @@ func TestTimestampBefore1970(t *testing.T) {
 		}
 	}
 }
+
+// TestHopsAtTheLimit: a record whose hourglass-hops is the largest the
+// contract reads (1,000,000) is valid; its hop must not write a count the
+// next tier dead-letters as header_invalid.
+func TestHopsAtTheLimit(t *testing.T) {
+	table, _ := tiers.Parse("30s,2m")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	before := b.router.Stats()
+	b.produceRec(t, delayRecord(topic, "many-hops", t0, t0.Add(3*time.Minute), header(tiers.HeaderHops, "1000000")))
+	b.waitArmed(t, t0.Add(30*time.Second))
+	b.clock.Advance(30 * time.Second) // 2m30s left: a hop to the 2m tier
+	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+1 })
+	hop := b.read(t, tiers.Topic(b.cfg.Prefix, 2*time.Minute), "many-hops", 1)[0]
+	if _, err := tiers.DecodeRecord(hop); err != nil {
+		t.Errorf("the hop does not decode: %v", err)
+	}
+	b.waitArmed(t, t0.Add(30*time.Second+2*time.Minute))
+	if s := b.router.Stats(); s.DeadLettered != before.DeadLettered {
+		t.Fatalf("dead-lettered after its hop; stats %+v", s)
+	}
+}

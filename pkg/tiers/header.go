@@ -69,8 +69,14 @@ const Version = 1
 const (
 	maxKindLen = 128
 	maxPathLen = 1024
-	maxCount   = 1_000_000
+	maxCount   = MaxCount
 )
+
+// MaxCount is the largest hop count (HeaderHops) and close attempt
+// (HeaderAttempt) a record may carry; a larger one is invalid. Whoever
+// increments a count stops at it, so that a record valid before the
+// increment stays valid after it.
+const MaxCount = 1_000_000
 
 // Reason is the machine-readable cause of an invalid record; it is the prefix
 // of the dead-letter reason header and a metric label.
