@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -43,13 +44,91 @@ func newDecompressor(max int) *decompressor {
 	return d
 }
 
-// Decompress implements kgo.Decompressor.
+// Decompress implements kgo.Decompressor. The cap bounds what the batch
+// takes once franz-go has decoded it, not only its bytes: every record
+// becomes a kgo.Record of its own, so a batch of empty records, a few bytes
+// each, would take some twenty times its decompressed size (a batch within
+// the broker's default 1 MiB, 160 MB).
 func (d *decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
 	out, err := d.decompress(src, codec)
+	if err == nil {
+		if cost := decodedCost(out); cost > d.max {
+			out, err = nil, fmt.Errorf("%w: its records take %d bytes decoded", kgo.ErrMaxDecompress, cost)
+		}
+	}
 	if err != nil && !errors.Is(err, kgo.ErrMaxDecompress) {
 		err = fmt.Errorf("%w: %w", kgo.ErrMaxDecompress, err)
 	}
 	return out, err
+}
+
+// Memory franz-go takes for each decoded record besides the batch's bytes
+// (which keys and values point into): the kgo.Record, its pointer in the
+// fetch's records, and per header a kgo.RecordHeader and a copy of its name.
+const (
+	recordCost = int(unsafe.Sizeof(kgo.Record{})) + 8
+	headerCost = int(unsafe.Sizeof(kgo.RecordHeader{}))
+)
+
+// decodedCost returns what the records of a decompressed v2 batch take
+// once decoded: its bytes and the cost of each record up to the first that
+// does not read as one, where franz-go stops decoding too. A v0 or v1
+// message set (an offset's leading zero reads as a record too short) costs
+// its bytes.
+func decodedCost(b []byte) int {
+	cost := len(b)
+	for len(b) > 0 {
+		n, used := binary.Varint(b)
+		// A record has at least its attributes, timestamp and offset
+		// deltas, key and value lengths and header count.
+		if used <= 0 || n < 6 || n > int64(len(b)-used) {
+			return cost
+		}
+		rec := b[used+1 : used+int(n)] // past the attributes
+		b = b[used+int(n):]
+		ok := true
+		for range 2 { // timestamp and offset deltas
+			_, used := binary.Varint(rec)
+			if used <= 0 {
+				return cost
+			}
+			rec = rec[used:]
+		}
+		for range 2 { // key and value
+			if rec, _, ok = varintBytes(rec); !ok {
+				return cost
+			}
+		}
+		nh, used := binary.Varint(rec)
+		if used <= 0 || nh > int64(len(rec)) {
+			return cost
+		}
+		rec = rec[used:]
+		headers := 0
+		for range max(nh, 0) {
+			var name int
+			if rec, name, ok = varintBytes(rec); !ok {
+				return cost
+			}
+			if rec, _, ok = varintBytes(rec); !ok {
+				return cost
+			}
+			headers += headerCost + name
+		}
+		cost += recordCost + headers
+	}
+	return cost
+}
+
+// varintBytes skips a varint-length byte string (-1: null) at the start of
+// b, returning the rest and the string's length.
+func varintBytes(b []byte) ([]byte, int, bool) {
+	n, used := binary.Varint(b)
+	if used <= 0 || n < -1 || n > int64(len(b)-used) {
+		return nil, 0, false
+	}
+	n = max(n, 0)
+	return b[used+int(n):], int(n), true
 }
 
 func (d *decompressor) decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {

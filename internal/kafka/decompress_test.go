@@ -11,6 +11,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/hostile"
 )
 
 func TestDecompressor(t *testing.T) {
@@ -95,5 +97,60 @@ func TestDecompressor(t *testing.T) {
 				t.Fatalf("Decompress = %d bytes, %v; want the %d original bytes", len(got), err, len(tt.want))
 			}
 		})
+	}
+}
+
+// TestTinyRecordsBounded: a zstd batch of 300,000 empty records takes about
+// 250 kB on the wire and 2.7 MB decompressed, far within the cap, but
+// franz-go decodes each record into a kgo.Record of its own (160 bytes and a
+// pointer): 50 MB held for one batch of one partition, and a batch within
+// the broker's default 1 MiB takes 160 MB. The cap bounds what a batch
+// takes once decoded, so the batch is refused (and skipped) like one that
+// decompresses past it, and the records after it are read.
+func TestTinyRecordsBounded(t *testing.T) {
+	ctx := testCtx(t)
+	topic := topicName(t, "tiny")
+	if _, err := newAdmin(t, nil).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	seeds := kgo.SeedBrokers(cluster.ListenAddrs()...)
+	prod, err := kgo.NewClient(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := hostile.ZstdBomb(ctx, prod, topic, 0, nil, 300_000, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(append(ReaderOpts(0), seeds,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var skipped, taken int
+	for after := false; !after; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("the record after the batch never came; took %d records of the batch, skipped %d batches", taken, skipped)
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			if SkipBatch(cl, err) != nil {
+				skipped++
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == "after" {
+				after = true
+			} else {
+				taken++
+			}
+		})
+	}
+	if skipped != 1 || taken != 0 {
+		t.Errorf("took %d of the batch's 300000 records and skipped %d batches; want it skipped whole", taken, skipped)
 	}
 }

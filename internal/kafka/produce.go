@@ -34,6 +34,6 @@ func TooLarge(err error) bool {
 // unread: the reason of the dead letter that stands for them.
 func SkippedBatch(b *kgo.ErrDecompressTooLarge) *tiers.InvalidError {
 	return &tiers.InvalidError{Reason: tiers.ReasonBatchTooLarge, Detail: fmt.Sprintf(
-		"the record batch at offsets %d to %d does not decompress within %d bytes (too large, or malformed); its records were not read",
+		"the record batch at offsets %d to %d does not decompress and decode within %d bytes (too large, too many records, or malformed); its records were not read",
 		b.Offset, b.NextOffset-1, DefaultMaxDecompressBatchBytes)}
 }
