@@ -33,7 +33,8 @@ func DeadLetter(r *kgo.Record, topic string, cause error, now time.Time) *kgo.Re
 
 // MinimalDeadLetter is DeadLetter for a dead-letter topic that refused the
 // full dead letter as too large: the key (at most tiers.DefaultMaxKeyBytes
-// of it), the contract's headers and the reason; no value.
+// of it), the contract's headers (those of at most 2,048 bytes) and the
+// reason; no value.
 func MinimalDeadLetter(r *kgo.Record, topic string, cause error, now time.Time) *kgo.Record {
 	return deadLetter(r, topic, cause, now, 0)
 }
@@ -57,11 +58,14 @@ func deadLetter(r *kgo.Record, topic string, cause error, now time.Time, limit i
 	}
 	if Size(dl)+room > limit {
 		// The headers or the key are too large: keep only the first of
-		// each of the contract's headers and ours, then cut the key.
+		// each of the contract's headers and ours, and only if its value
+		// could be valid (no contract header's value is longer than a
+		// reason: a producer's huge one would keep the dead letter too
+		// large in every form), then cut the key.
 		var kept []kgo.RecordHeader
 		seen := make(map[string]bool)
 		for _, h := range dl.Headers {
-			if (contract[h.Key] || strings.HasPrefix(h.Key, deadLetterPrefix)) && !seen[h.Key] {
+			if (contract[h.Key] || strings.HasPrefix(h.Key, deadLetterPrefix)) && !seen[h.Key] && len(h.Value) <= maxReasonBytes {
 				seen[h.Key] = true
 				kept = append(kept, h)
 			}

@@ -102,6 +102,8 @@ func TestDeadLetterFits(t *testing.T) {
 		{name: "huge key", rec: src(990_000, 0, 0), wantCut: "key 990000", wantKey: tiers.DefaultMaxKeyBytes},
 		{name: "minimal", rec: src(5000, 500, 1), minimal: true, wantCut: "value 500,headers 100005,key 5000", wantKey: tiers.DefaultMaxKeyBytes},
 		{name: "a contract header repeated", rec: repeated(src(10, 10, 0), tiers.HeaderPath, 2000, 500), wantCut: "value 10,headers 1027486", wantKey: 10}, // all but the first copy
+		{name: "a huge contract header", rec: repeated(src(10, 10, 0), tiers.HeaderPath, 1, 990_000), wantCut: "value 10,headers 990014", wantKey: 10},
+		{name: "a huge contract header, minimal", rec: repeated(src(10, 10, 0), tiers.HeaderTarget, 1, 990_000), minimal: true, wantCut: "value 10,headers 990016", wantKey: 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -684,3 +684,46 @@ func TestHopsAtTheLimit(t *testing.T) {
 		t.Fatalf("dead-lettered after its hop; stats %+v", s)
 	}
 }
+
+// TestHugeContractHeader: a record whose one contract header is huge (an
+// hourglass-path of 1,040,000 bytes, which a producer with the broker's
+// limit sends; it counts in no header limit, since the contract bounds its
+// headers' values one by one) is dead-lettered as header_invalid, its dead
+// letter cut to fit, and its partition's commit passes it. Before, every
+// form of its dead letter kept the header and was refused as too large, and
+// tried again forever.
+func TestHugeContractHeader(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	b.waitCommitted(t, topic, 1)
+	big, err := kgo.NewClient(seeds, kgo.ProducerBatchMaxBytes(1_048_000), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	rec := delayRecord(topic, "huge-path", t0, t0.Add(-time.Second), header(tiers.HeaderPath, strings.Repeat("p", 1_040_000)))
+	if err := big.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	b.produce(t, topic, "after", t0, t0.Add(-time.Second))
+	b.read(t, b.cfg.Target, "after", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for b.router.Stats().DeadLetterRetries < 3 && b.committed(t, topic) < 3 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+		b.clock.Advance(kafka.RefusedBackoffMax)
+	}
+	if s := b.router.Stats(); s.DeadLetterRetries >= 3 {
+		t.Fatalf("the dead letter is refused again and again; stats %+v", s)
+	}
+	dl := b.read(t, b.cfg.DeadLetter, "huge-path", 1)[0]
+	if got := reason(dl); got != string(tiers.ReasonHeaderInvalid) {
+		t.Errorf("dead letter reason %q, want %s", got, tiers.ReasonHeaderInvalid)
+	}
+	if v, ok := tiers.Header(dl.Headers, tiers.HeaderTruncated); !ok || !strings.Contains(string(v), "headers") {
+		t.Errorf("%s %q, want the headers cut", tiers.HeaderTruncated, v)
+	}
+	b.waitCommitted(t, topic, 3)
+}
