@@ -249,7 +249,12 @@ func (r *Reader) checkPartitions(ctx context.Context) (map[int32]int64, error) {
 	}
 	r.mu.Unlock()
 	if len(added) > 0 {
-		r.cfg.Logger.Info("the cancellations topic has new partitions", "topic", r.cfg.Topic, "partitions", len(added))
+		// The guarantee holds for the partitions the topic has
+		// (docs/cancel.md): a cancellation acknowledged in one of these
+		// before now may have missed its deadline, and a task's records
+		// in two partitions are no longer read in order.
+		r.cfg.Logger.Warn("partitions were added to the cancellations topic: cancellations acknowledged through them before now may have missed their deadlines, and a task's cancellations before and after are no longer read in order",
+			"topic", r.cfg.Topic, "partitions", len(added))
 		r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: added})
 	}
 	return ends, nil
