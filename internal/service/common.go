@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -86,8 +87,10 @@ func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
 func (c *Common) Validate(fs *cli.FlagSet) Checks {
 	errs := Checks(c.Kafka.Validate(fs))
 	if c.HTTPAddr != "" {
-		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs.Add("http-addr", "%q: want host:port or :port", c.HTTPAddr)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			errs.Add("http-addr", "%q: bad port %q: want 0 to 65535 (0: any free port)", c.HTTPAddr, port)
 		}
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
