@@ -22,19 +22,24 @@ func (e *FlagError) Error() string { return "--" + e.Flag + ": " + e.Err.Error()
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // Explain joins errs into one error, one line each, naming each *FlagError's
-// flag with its environment variable as registered on f. It returns nil for
-// no errors.
+// flag with its environment variable as registered on f. A problem found
+// by two checks is reported once. It returns nil for no errors.
 func (f *FlagSet) Explain(errs []error) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	out := make([]error, len(errs))
-	for i, err := range errs {
+	out := make([]error, 0, len(errs))
+	seen := make(map[string]bool, len(errs))
+	for _, err := range errs {
 		var fe *FlagError
 		if errors.As(err, &fe) {
 			err = fmt.Errorf("%s: %w", f.Name(fe.Flag), fe.Err)
 		}
-		out[i] = err
+		if seen[err.Error()] {
+			continue
+		}
+		seen[err.Error()] = true
+		out = append(out, err)
 	}
 	return errors.Join(out...)
 }

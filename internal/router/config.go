@@ -196,10 +196,12 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 			errs = append(errs, err)
 		}
 		c.Tiers = t
+		c.FetchPartitionBytes = int32(fetchBytes)
 		if fetchBytes < 1<<10 || fetchBytes > 1<<30 {
 			errs = append(errs, cli.Errorf("fetch-partition-bytes", "%d: want %d to %d", fetchBytes, 1<<10, 1<<30))
+			// Reported here: Validate is not to report it again.
+			c.FetchPartitionBytes = DefaultFetchPartitionBytes
 		}
-		c.FetchPartitionBytes = int32(fetchBytes)
 		return errs
 	}
 }

@@ -2,6 +2,7 @@ package cancellercmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,7 +66,8 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 			}
 			c.Closers = f
 		}
-		errs = append(errs, parsed()...)
+		tierErrs := parsed()
+		errs = append(errs, tierErrs...)
 		k.SessionTimeout = c.SessionTimeout
 		key, err := service.ReadKey(c.OutcomesKeyFile)
 		if err != nil {
@@ -75,7 +77,16 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 		// Only the topic names derive from the prefix; a zero anywhere else
 		// is the user's and is reported rather than replaced.
 		*k = k.WithTopicDefaults()
-		return append(errs, k.Validate()...)
+		for _, err := range k.Validate() {
+			// A --tiers that did not parse is reported as such, not
+			// again as "no tiers".
+			var fe *cli.FlagError
+			if len(tierErrs) > 0 && errors.As(err, &fe) && fe.Flag == "tiers" {
+				continue
+			}
+			errs = append(errs, err)
+		}
+		return errs
 	})
 	return &c, stop, err
 }

@@ -243,3 +243,33 @@ func TestZeroIsReported(t *testing.T) {
 		}
 	}
 }
+
+// TestEachProblemOnce: a bad value is reported once, not once by each
+// check that sees it, and a --tiers that does not parse is not also
+// reported as "no tiers".
+func TestEachProblemOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cmd  service.Command
+		args []string
+		flag string
+	}{
+		{"router session timeout", routercmd.Run, []string{"--session-timeout", "0s"}, "--session-timeout"},
+		{"canceller session timeout", cancellercmd.Run, []string{"--session-timeout", "1h"}, "--session-timeout"},
+		{"router fetch bytes", routercmd.Run, []string{"--fetch-partition-bytes", "0"}, "--fetch-partition-bytes"},
+		{"router tiers twice", routercmd.Run, []string{"--tiers", "1m,60s"}, "--tiers"},
+		{"canceller tiers twice", cancellercmd.Run, []string{"--tiers", "1m,60s"}, "--tiers"},
+		{"canceller tiers not a duration", cancellercmd.Run, []string{"--tiers", "1x"}, "--tiers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := cmdtest.Run(t, tc.cmd, tc.args...)
+			var ue service.UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %T %v, want a service.UsageError", err, err)
+			}
+			if n := strings.Count(err.Error(), tc.flag+" "); n != 1 {
+				t.Errorf("%s reported %d times:\n%v", tc.flag, n, err)
+			}
+		})
+	}
+}
