@@ -2,6 +2,7 @@ package schedulecmd_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -277,4 +278,58 @@ func TestBadArgs(t *testing.T) {
 			t.Errorf("stdout %q, want nothing", stdout)
 		}
 	})
+}
+
+// TestTimeoutBoundsConnecting: --timeout bounds connecting too: a broker
+// address that accepts connections and never answers (a wrong port behind
+// a proxy, a hung broker) fails the command at about --timeout, not after
+// the Kafka client's own 10 s dial and read timeouts, and the error names
+// the flag.
+func TestTimeoutBoundsConnecting(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn // held open, never answered
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	flags := []string{"--brokers", ln.Addr().String(), "--timeout", "1s"}
+	for _, tc := range []struct {
+		name string
+		cmd  func(t *testing.T) error
+	}{
+		{"schedule", func(t *testing.T) error {
+			_, _, err := cmdtest.Run(t, schedulecmd.Schedule, append(flags, "--id", "1", "--in", "1m")...)
+			return err
+		}},
+		{"cancel", func(t *testing.T) error {
+			_, _, err := cmdtest.Run(t, schedulecmd.Cancel, append(flags, "--id", "1")...)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := tc.cmd(t)
+			if took := time.Since(start); took > 4*time.Second {
+				t.Errorf("took %v with --timeout 1s", took.Round(time.Millisecond))
+			}
+			if err == nil || !strings.Contains(err.Error(), "--timeout") {
+				t.Errorf("error %v, want one naming --timeout", err)
+			}
+		})
+	}
 }
