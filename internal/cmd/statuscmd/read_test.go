@@ -3,6 +3,7 @@ package statuscmd_test
 import (
 	"crypto/rand"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,41 @@ func TestStatusMissingTopics(t *testing.T) {
 	stdout, _, err := cmdtest.Run(t, statuscmd.Run, append(p.flags(), "m")...)
 	if err != nil || !strings.Contains(stdout, prefix+"cancellations  does not exist") {
 		t.Errorf("text: %v\n%s", err, stdout)
+	}
+}
+
+// TestStatusTimeoutBoundsConnecting: --timeout bounds the whole command,
+// connecting included: brokers that accept connections and never answer
+// fail it at about --timeout, not after the Kafka client's own 10 s dial
+// and read timeouts, with an error naming the flag.
+func TestStatusTimeoutBoundsConnecting(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn // held open, never answered
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	start := time.Now()
+	_, _, err = cmdtest.Run(t, statuscmd.Run, "--brokers", ln.Addr().String(), "--timeout", "1s", "order-1")
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("took %v with --timeout 1s", took.Round(time.Millisecond))
+	}
+	if err == nil || !strings.Contains(err.Error(), "--timeout") {
+		t.Errorf("error %v, want one naming --timeout", err)
 	}
 }

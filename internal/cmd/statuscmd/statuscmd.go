@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -213,6 +214,10 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 	return st, nil
 }
 
+// clientTimeout is the Kafka client's own dial timeout and request timeout
+// overhead, which a shorter --timeout replaces.
+const clientTimeout = 10 * time.Second
+
 // readKafka reads the task's records since from: the topics of the flags,
 // then the targets its delay records name.
 func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Time) ([]found, []*PartRead, error) {
@@ -220,7 +225,10 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 	if err != nil {
 		return nil, nil, err
 	}
-	opts = append(opts, kgo.FetchMaxWait(closeReserve(o.timeout)))
+	// The client dials and reads with timeouts of its own (10 s each by
+	// default) that the context does not shorten: --timeout bounds them.
+	bound := min(o.timeout, clientTimeout)
+	opts = append(opts, kgo.FetchMaxWait(closeReserve(o.timeout)), kgo.DialTimeout(bound), kgo.RequestTimeoutOverhead(bound))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka client: %w", err)
@@ -230,6 +238,9 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 	srcs := o.sources()
 	got, reads, err := r.read(ctx, srcs, from)
 	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("no answer from --brokers %s within --timeout %v: %w", strings.Join(o.kc.Brokers, ","), o.timeout, err)
+		}
 		return nil, nil, err
 	}
 	if extra := namedTargets(got, srcs); len(extra) > 0 {
