@@ -18,6 +18,10 @@ import (
 // provisionTimeout bounds Provision.
 const provisionTimeout = 60 * time.Second
 
+// slowStart is how long EnsureLogged waits for the brokers before it logs
+// that it is still waiting; a variable so that tests can shorten it.
+var slowStart = 5 * time.Second
+
 // delayWait is how long CheckDelay waits for missing delay topics; a
 // variable so that tests can shorten it.
 var delayWait = time.Minute
@@ -30,6 +34,11 @@ func Provision(ctx context.Context, opts []kgo.Opt, specs []Spec, create bool) (
 		return nil, err
 	}
 	defer cl.Close()
+	return provision(ctx, cl, specs, create)
+}
+
+// provision is Provision on cl.
+func provision(ctx context.Context, cl *kgo.Client, specs []Spec, create bool) ([]Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, provisionTimeout)
 	defer cancel()
 	st, err := Ensure(ctx, kadm.NewClient(cl), specs, create)
@@ -41,9 +50,23 @@ func Provision(ctx context.Context, opts []kgo.Opt, specs []Spec, create bool) (
 
 // EnsureLogged provisions the topics a service needs at its start and logs
 // what differs from the spec. It fails only when it cannot reach the
-// brokers or create a missing topic.
+// brokers or create a missing topic. Brokers that accept connections and
+// do not answer (a hung broker, a wrong port behind a proxy) hold it for
+// up to provisionTimeout: after slowStart it logs that it is waiting.
 func EnsureLogged(ctx context.Context, opts []kgo.Opt, specs []Spec, create bool, log *slog.Logger) error {
-	st, err := Provision(ctx, opts, specs, create)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
+	start := time.Now()
+	slow := time.AfterFunc(slowStart, func() {
+		log.Warn("no answer from the brokers yet; still trying", "brokers", strings.Join(seeds, ","),
+			"waited", time.Since(start).Round(time.Second), "gives_up_after", provisionTimeout)
+	})
+	st, err := provision(ctx, cl, specs, create)
+	slow.Stop()
 	if err != nil {
 		return err
 	}
