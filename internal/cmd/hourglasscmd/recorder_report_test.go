@@ -314,3 +314,21 @@ func TestRecorderMigrateOnly(t *testing.T) {
 		t.Errorf("--migrate-only --migrate=false: %v", err)
 	}
 }
+
+// TestRecorderMigrateOnlyStopped: a migration Job stopped while ClickHouse
+// does not answer fails saying so, naming the address and the last error,
+// not with a bare "context canceled".
+func TestRecorderMigrateOnlyStopped(t *testing.T) {
+	addr := freeAddr(t) // nothing listens there
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err := recordercmd.Run(ctx, []string{"--migrate-only", "--clickhouse-addr", addr}, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("--migrate-only stopped before ClickHouse answered: nil, want an error")
+	}
+	for _, want := range []string{"ClickHouse", addr, "refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func openStore(ctx context.Context, cfg chstore.Config, migrate bool, log *slog.
 		log.Warn("ClickHouse is not available; retrying", "clickhouse", cfg.String(), "retry_in", wait, "err", err)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("stopped while waiting for ClickHouse %s (%w): %w", cfg.String(), ctx.Err(), err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 30*time.Second)
