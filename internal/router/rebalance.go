@@ -60,9 +60,9 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 // neither loses nor repeats a record.
 //
 // A record whose dead letter, or produce onward to an own topic, keeps
-// being refused (stateRetry) cannot move, and the commit stops below it: the records after it are read again by the next
-// owner, so they are dropped here rather than handed off, which would make
-// them fire twice.
+// being refused (stateRetry) cannot move, and the commit stops below it:
+// the records after it are read again by the next owner, so they are
+// dropped here rather than handed off, which would make them fire twice.
 func (r *Router) handOff(p *partition, now time.Time) {
 	held := r.takeHeld(p)
 	stuck := int64(math.MaxInt64)
