@@ -2,6 +2,7 @@ package cancels
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -273,14 +274,11 @@ func TestReaderTopicCreatedAgain(t *testing.T) {
 	if _, err := adm.DeleteTopic(ctx, testTopic); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := adm.CreateTopic(ctx, 1, 1, nil, testTopic); err == nil {
-			break
-		} else if ctx.Err() != nil {
-			t.Fatalf("create the topic again: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var createErr error
+	poll.Until(t, 10*time.Second, "the topic created again", func() bool {
+		_, createErr = adm.CreateTopic(ctx, 1, 1, nil, testTopic)
+		return createErr == nil
+	}, func() string { return fmt.Sprint(createErr) })
 	cl2, err := kgo.NewClient(b.seeds) // knows the new topic's id
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -38,13 +40,9 @@ func TestOwnTopicBrieflyUnknown(t *testing.T) {
 	}
 	fault.Remove()
 	// Retries, if any, wait with the clock.
-	for range 20 {
-		if b.router.Stats().Forwarded > before.Forwarded || b.router.Stats().DeadLettered > before.DeadLettered {
-			break
-		}
-		b.clock.Advance(time.Second)
-		time.Sleep(10 * time.Millisecond)
-	}
+	settle(t, b, "the forward to the default target", func(s Stats) bool {
+		return s.Forwarded > before.Forwarded || s.DeadLettered > before.DeadLettered
+	})
 	if st := b.router.Stats(); st.DeadLettered != before.DeadLettered {
 		t.Errorf("a deadline forwarded to the default target was dead-lettered after a few UNKNOWN_TOPIC_OR_PARTITION answers (%+v)", st)
 	}
@@ -63,17 +61,27 @@ func TestOwnTopicBrieflyUnknown(t *testing.T) {
 		t.Fatalf("the fault answered %d produces: %v", fault.Hits(), err)
 	}
 	fault.Remove()
-	for range 20 {
-		if b.router.Stats().Hopped > before.Hopped || b.router.Stats().DeadLettered > before.DeadLettered {
-			break
-		}
-		b.clock.Advance(time.Second)
-		time.Sleep(10 * time.Millisecond)
-	}
+	settle(t, b, "the hop", func(s Stats) bool {
+		return s.Hopped > before.Hopped || s.DeadLettered > before.DeadLettered
+	})
 	if st := b.router.Stats(); st.DeadLettered != before.DeadLettered {
 		t.Errorf("a deadline hopping to a delay topic was dead-lettered after a few UNKNOWN_TOPIC_OR_PARTITION answers (%+v)", st)
 	}
 	b.read(t, short, "hop", 1)
+}
+
+// settle advances b's clock a second at a time, so that retries waiting
+// on it come due, until done holds for the router's stats (ten seconds at
+// most).
+func settle(t *testing.T, b *bundle, what string, done func(Stats) bool) {
+	t.Helper()
+	poll.Until(t, 10*time.Second, what+" settled", func() bool {
+		if done(b.router.Stats()) {
+			return true
+		}
+		b.clock.Advance(time.Second)
+		return false
+	}, func() string { return fmt.Sprintf("stats %+v", b.router.Stats()) })
 }
 
 // TestAddedDelayPartition: a partition is added to a delay topic while the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/hostile"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -709,12 +710,13 @@ func TestHugeContractHeader(t *testing.T) {
 	}
 	b.produce(t, topic, "after", t0, t0.Add(-time.Second))
 	b.read(t, b.cfg.Target, "after", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for b.router.Stats().DeadLetterRetries < 3 && b.committed(t, topic) < 3 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
+	poll.Until(t, 10*time.Second, "the huge record's dead letter given up on or committed", func() bool {
+		if b.router.Stats().DeadLetterRetries >= 3 || b.committed(t, topic) >= 3 {
+			return true
+		}
 		b.clock.Advance(kafka.RefusedBackoffMax)
-	}
+		return false
+	}, nil)
 	if s := b.router.Stats(); s.DeadLetterRetries >= 3 {
 		t.Fatalf("the dead letter is refused again and again; stats %+v", s)
 	}
