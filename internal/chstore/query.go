@@ -36,9 +36,12 @@ var dedupColumns = []string{
 	"scheduled_ms", "due_ms", "deadline_ms", "forwarded_ms", "lateness_ms", "instance",
 }
 
-// maxRanges bounds the key ranges a View names in its SQL; beyond, it
-// looks the keys up with IN (slower, as exact). A variable for tests.
-var maxRanges = 1000
+// maxRanges bounds the key ranges a View names in its SQL, and
+// maxRangesBytes their length (their topics come from events, which a
+// hostile record may make as long as it likes, and ClickHouse refuses a
+// query over max_query_size, 256 KiB by default); beyond either, it looks
+// the keys up with IN (slower, as exact). Variables for tests.
+var maxRanges, maxRangesBytes = 1000, 64 << 10
 
 // View is the close attempts of a window, deduplicated: one per (topic,
 // partition, offset) of its cancel record, whose first row (smallest
@@ -68,6 +71,7 @@ func (s *Store) View(ctx context.Context, w Window) (*View, error) {
 	q := "SELECT topic, `partition`, min(`offset`), max(`offset`) FROM " + t + " WHERE " + inWindow +
 		" GROUP BY topic, `partition` ORDER BY topic, `partition`"
 	var ranges []string
+	size := 0
 	err := s.query(ctx, "key ranges", q, func(scan func(...any) error) error {
 		var topic string
 		var partition int32
@@ -76,6 +80,7 @@ func (s *Store) View(ctx context.Context, w Window) (*View, error) {
 			return err
 		}
 		ranges = append(ranges, fmt.Sprintf("(topic = %s AND `partition` = %d AND `offset` >= %d AND `offset` <= %d)", quote(topic), partition, lo, hi))
+		size += len(ranges[len(ranges)-1]) + len(" OR ")
 		return nil
 	})
 	if err != nil {
@@ -85,7 +90,7 @@ func (s *Store) View(ctx context.Context, w Window) (*View, error) {
 	switch {
 	case len(ranges) == 0:
 		keys = "0"
-	case len(ranges) <= maxRanges:
+	case len(ranges) <= maxRanges && size <= maxRangesBytes:
 		keys = strings.Join(ranges, " OR ")
 	default:
 		keys = "(topic, `partition`, `offset`) IN (SELECT topic, `partition`, `offset` FROM " + t + " WHERE " + inWindow + ")"

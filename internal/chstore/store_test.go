@@ -304,3 +304,25 @@ func TestInsertCanceled(t *testing.T) {
 		t.Errorf("counts %v, %v; want none", c, err)
 	}
 }
+
+// TestHostileTopic: an event whose topic is far longer than a Kafka topic
+// name (a hostile record on the outcomes topic; the recorder stores it as
+// it is) does not break the queries of its window: the good attempts
+// around it are still counted.
+func TestHostileTopic(t *testing.T) {
+	ctx := ctxT(t)
+	s := chtest.Open(t)
+	good := ev("good", "order-timeout", "closed", "1m", time.Minute, 5, 1)
+	bad := ev("bad", "order-timeout", "closed", "1m", 2*time.Minute, 5, 2)
+	bad.Topic = strings.Repeat("t", 300_000) // over ClickHouse's max_query_size (256 KiB)
+	if err := s.Insert(ctx, []outcome.Event{good, bad}); err != nil {
+		t.Fatal(err)
+	}
+	totals, err := s.Totals(ctx, window, time.Second)
+	if err != nil {
+		t.Fatalf("totals: %.300v", err)
+	}
+	if totals.Attempts != 2 {
+		t.Errorf("totals %+v, want 2 attempts", totals)
+	}
+}
