@@ -297,11 +297,15 @@ func quantiles(l chstore.Lateness) Quantiles {
 	return Quantiles{Count: l.Count, P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max}
 }
 
+// msTime returns unix milliseconds ms as a UTC time, or the zero time
+// (unknown) for 0 and for a time outside the years 0 to 9999, which JSON
+// cannot write (only a hostile event has one).
 func msTime(ms int64) time.Time {
-	if ms == 0 {
+	t := time.UnixMilli(ms).UTC()
+	if ms == 0 || t.Year() < 0 || t.Year() > 9999 {
 		return time.Time{}
 	}
-	return time.UnixMilli(ms).UTC()
+	return t
 }
 
 // orderOutcomes lists counts in the order of outcome.All, then any other

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"html"
+	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -314,5 +315,33 @@ func TestTerminalEscapes(t *testing.T) {
 				t.Errorf("json: does not decode to the hostile task id (%v):\n%s", err, out)
 			}
 		}
+	}
+}
+
+// TestOutOfRangeTimes: an attempt whose due time is beyond what JSON's
+// RFC 3339 can write (a hostile event on the outcomes topic; the recorder
+// stores it as it is) does not make the JSON report fail, and the good
+// attempts around it are reported.
+func TestOutOfRangeTimes(t *testing.T) {
+	s := chtest.Open(t)
+	good := ev("good", "order-timeout", "failed", "1m", time.Minute, 5, 1)
+	for i, due := range []int64{math.MaxInt64, math.MinInt64, 253402300800000 /* year 10000 */, -62167219200001 /* year -1 */} {
+		bad := ev("bad", "order-timeout", "failed", "1m", 2*time.Minute, 5, int64(10+i))
+		bad.DueMs = due
+		if err := s.Insert(context.Background(), []outcome.Event{good, bad}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := build(t, s, report.Options{})
+	var buf bytes.Buffer
+	if err := r.Render(&buf, report.FormatJSON); err != nil {
+		t.Fatalf("json: %v", err)
+	}
+	var back report.Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Summary.Failed != 5 || len(back.Late) != 5 {
+		t.Errorf("%d failed, %d listed; want 5 and 5", back.Summary.Failed, len(back.Late))
 	}
 }
