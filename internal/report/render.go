@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -72,8 +73,22 @@ func thousands(n int64) string {
 	return string(b)
 }
 
-// ms formats milliseconds as a duration: 1500 is "1.5s".
-func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
+// ms formats milliseconds as a duration: 1500 is "1.5s". Beyond
+// time.Duration's range (about 292 years, only in a hostile event) it
+// counts the hours itself rather than wrap around.
+func ms(v int64) string {
+	const maxMs = math.MaxInt64 / int64(time.Millisecond)
+	if v >= -maxMs && v <= maxMs {
+		return (time.Duration(v) * time.Millisecond).String()
+	}
+	sign, h, rem := "", v/3_600_000, v%3_600_000
+	if v < 0 {
+		sign, h, rem = "-", -h, -rem
+	}
+	// The remainder as Duration writes it after its hours: 1h27m44.703s.
+	rest := strings.TrimPrefix((time.Hour + time.Duration(rem)*time.Millisecond).String(), "1h")
+	return sign + strconv.FormatInt(h, 10) + "h" + rest
+}
 
 // timeLayout is how times are written in text and HTML: UTC, to the second
 // (to the millisecond in lists of attempts).

@@ -345,3 +345,25 @@ func TestOutOfRangeTimes(t *testing.T) {
 		t.Errorf("%d failed, %d listed; want 5 and 5", back.Summary.Failed, len(back.Late))
 	}
 }
+
+// TestHugeLateness: a lateness beyond time.Duration's 292 years (a
+// hostile event) is written as a duration of that size, not wrapped
+// around to a negative or small one.
+func TestHugeLateness(t *testing.T) {
+	s := chtest.Open(t)
+	huge := ev("huge", "order-timeout", "closed", "1m", time.Minute, math.MaxInt64/2, 1)
+	if err := s.Insert(context.Background(), []outcome.Event{huge}); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, s, report.Options{})
+	for _, format := range []string{report.FormatText, report.FormatHTML} {
+		var buf bytes.Buffer
+		if err := r.Render(&buf, format); err != nil {
+			t.Fatal(err)
+		}
+		want := "1281023894007h36m27.903s" // 2^62-1 ms
+		if out := buf.String(); !strings.Contains(out, want) || strings.Contains(out, "-1ms") {
+			t.Errorf("%s report of a lateness of %d ms has no %s, or has -1ms:\n%s", format, int64(math.MaxInt64/2), want, out)
+		}
+	}
+}
