@@ -140,5 +140,10 @@ func Unmarshal(b []byte) (Event, error) {
 	if e.V != Version {
 		return Event{}, fmt.Errorf("outcome event: version %d, want %d", e.V, Version)
 	}
+	// attempt and hops are 32-bit columns in ClickHouse: a wider value
+	// would be stored cut, not as sent.
+	if e.Attempt != int(int32(e.Attempt)) || e.Hops != int(int32(e.Hops)) {
+		return Event{}, fmt.Errorf("outcome event: attempt %d or hops %d out of the 32-bit range", e.Attempt, e.Hops)
+	}
 	return e, nil
 }

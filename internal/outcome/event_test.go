@@ -109,6 +109,11 @@ func TestUnmarshalRejects(t *testing.T) {
 		`{"v":"1","task_id":"x"}`,
 		`{"v":1,"task_id":7}`,
 		`{"v":1,"offset":"7"}`,
+		// attempt and hops are Int32 columns in ClickHouse: a wider one
+		// would be stored cut (4294967297 as 1).
+		`{"v":1,"task_id":"x","attempt":4294967297}`,
+		`{"v":1,"task_id":"x","attempt":-2147483649}`,
+		`{"v":1,"task_id":"x","hops":2147483648}`,
 	} {
 		if e, err := Unmarshal([]byte(in)); err == nil {
 			t.Errorf("Unmarshal(%q) = %+v, want an error", in, e)
