@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/router"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -785,7 +785,7 @@ func missing(orders []*order, c *collector) string {
 type proc struct {
 	name     string
 	cmd      *exec.Cmd
-	out      *syncBuffer
+	out      *syncbuf.Buffer
 	lifeline io.Closer     // the child's stdin; see TestMain
 	stopping atomic.Bool   // the test is stopping it: an exit is expected
 	done     chan struct{} // closed when it has exited
@@ -801,7 +801,7 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), execEnv+"=1")
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	lifeline, err := cmd.StdinPipe()
 	if err != nil {
@@ -847,22 +847,4 @@ func (p *proc) signal(sig syscall.Signal) error {
 	case <-time.After(stopTimeout):
 		return fmt.Errorf("%s did not exit within %v of %v", p.name, stopTimeout, sig)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -4,7 +4,9 @@
 // ClickHouse database on the shared server, and a private server),
 // kfaketest (one in-process kfake cluster per test package, and a goroutine
 // leak check), poll (a bounded wait for a condition), headers (record
-// headers built and compared) and cmdtest (a command run with bounded time
-// and captured output, and how it refuses bad configuration). Only _test.go
+// headers built and compared), cmdtest (a command run with bounded time
+// and captured output, and how it refuses bad configuration), hung (a
+// broker that accepts connections and never answers) and syncbuf (a buffer
+// written by one goroutine and read by the test). Only _test.go
 // files and other test helpers import them.
 package testutil

@@ -1,18 +1,17 @@
 package topics
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/testutil/hung"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -56,54 +55,17 @@ func TestEnsureLoggedSaysWhyItWaits(t *testing.T) {
 	old := slowStart
 	slowStart = 200 * time.Millisecond
 	t.Cleanup(func() { slowStart = old })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn // held open, never answered
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	var logged syncBuffer
+	addr := hung.Listen(t)
+	var logged syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
 	defer cancel()
 	// The client's own timeouts, not ctx, end its tries: shortened here.
-	opts := []kgo.Opt{kgo.SeedBrokers(ln.Addr().String()), kgo.DialTimeout(time.Second), kgo.RequestTimeoutOverhead(time.Second)}
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(time.Second), kgo.RequestTimeoutOverhead(time.Second)}
 	if err := EnsureLogged(ctx, opts, Specs(Set{Prefix: "x.", Tiers: tiers.DefaultTable()}, 1, -1), true, log); err == nil {
 		t.Fatal("EnsureLogged = nil against brokers that never answer")
 	}
-	if out := logged.String(); !strings.Contains(out, "no answer from the brokers") || !strings.Contains(out, ln.Addr().String()) {
+	if out := logged.String(); !strings.Contains(out, "no answer from the brokers") || !strings.Contains(out, addr) {
 		t.Errorf("log does not say it waits for the brokers, naming them:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

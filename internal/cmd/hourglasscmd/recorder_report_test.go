@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
 )
 
 // TestRecorderReportBadConfig checks that the recorder and report commands
@@ -219,24 +219,6 @@ func TestRecorderCommand(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRecorderWaitsForClickHouse: at start the recorder waits for a
 // ClickHouse that does not answer, alive (/healthz) but not ready (/readyz),
 // and stops cleanly while waiting; a server that refuses the password fails
@@ -251,7 +233,7 @@ func TestRecorderWaitsForClickHouse(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	httpAddr := freeAddr(t)
 	go func() {

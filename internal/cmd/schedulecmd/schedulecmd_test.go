@@ -2,7 +2,6 @@ package schedulecmd_test
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/schedulecmd"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
+	"github.com/hourglass/hourglass/internal/testutil/hung"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -287,27 +287,8 @@ func TestBadArgs(t *testing.T) {
 // the flag.
 func TestTimeoutBoundsConnecting(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn // held open, never answered
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	flags := []string{"--brokers", ln.Addr().String(), "--timeout", "1s"}
+	addr := hung.Listen(t)
+	flags := []string{"--brokers", addr, "--timeout", "1s"}
 	for _, tc := range []struct {
 		name string
 		cmd  func(t *testing.T) error

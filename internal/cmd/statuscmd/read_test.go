@@ -3,7 +3,6 @@ package statuscmd_test
 import (
 	"crypto/rand"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
+	"github.com/hourglass/hourglass/internal/testutil/hung"
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -136,28 +136,9 @@ func TestStatusMissingTopics(t *testing.T) {
 // and read timeouts, with an error naming the flag.
 func TestStatusTimeoutBoundsConnecting(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn // held open, never answered
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
+	addr := hung.Listen(t)
 	start := time.Now()
-	_, _, err = cmdtest.Run(t, statuscmd.Run, "--brokers", ln.Addr().String(), "--timeout", "1s", "order-1")
+	_, _, err := cmdtest.Run(t, statuscmd.Run, "--brokers", addr, "--timeout", "1s", "order-1")
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("took %v with --timeout 1s", took.Round(time.Millisecond))
 	}
