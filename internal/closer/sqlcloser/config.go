@@ -59,7 +59,10 @@ type Config struct {
 	// mysql: a go-sql-driver DSN, user:pass@tcp(127.0.0.1:3306)/shop.
 	// parseTime=true and loc=UTC are forced, and the session time_zone is
 	// set to '+00:00' unless the DSN sets time_zone: NOW() and the
-	// timestamps the closer reads and compares are UTC. The close, status
+	// timestamps the closer reads and compares are UTC. readTimeout and
+	// writeTimeout default to StatementTimeout + 1s, so that a COMMIT the
+	// server never answers (which no context bounds) fails instead of
+	// waiting for the TCP stack. The close, status
 	// and release statements run as prepared statements (prepared once
 	// per connection, then one round trip each), the task id sent apart
 	// from the SQL text. interpolateParams=true, which has the driver

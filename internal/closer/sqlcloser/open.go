@@ -107,6 +107,10 @@ func openPostgres(cfg Config, dsn string, tc *tls.Config) (*sql.DB, string, erro
 	return stdlib.OpenDB(*pc, stdlib.OptionShouldPing(shouldPing)), where, nil
 }
 
+// ioTimeoutMargin is how much longer than StatementTimeout a MySQL
+// connection may wait for one read or write (see openMySQL).
+const ioTimeoutMargin = time.Second
+
 // openMySQL opens a go-sql-driver pool: UTC times and session time zone
 // (unless the DSN sets time_zone), and tc when not nil. interpolate is the
 // DSN's interpolateParams.
@@ -127,6 +131,20 @@ func openMySQL(cfg Config, dsn string, tc *tls.Config) (db *sql.DB, where string
 			mc.Params = map[string]string{}
 		}
 		mc.Params["time_zone"] = "'+00:00'"
+	}
+	// The driver ends a statement whose context ends by closing its
+	// connection, but COMMIT and ROLLBACK get no context from
+	// database/sql: against a server that stops answering (a network
+	// partition, a paused host, a failover to another address) they
+	// would wait until the TCP stack gives up, about 15 minutes, holding
+	// a close, a batch and a pooled connection. An I/O timeout a little
+	// above StatementTimeout ends them and leaves every statement, which
+	// its context ends first, as it was.
+	if mc.ReadTimeout == 0 {
+		mc.ReadTimeout = cfg.StatementTimeout + ioTimeoutMargin
+	}
+	if mc.WriteTimeout == 0 {
+		mc.WriteTimeout = cfg.StatementTimeout + ioTimeoutMargin
 	}
 	if tc != nil {
 		mc.TLS = tc
