@@ -59,7 +59,11 @@ type Config struct {
 	// mysql: a go-sql-driver DSN, user:pass@tcp(127.0.0.1:3306)/shop.
 	// parseTime=true and loc=UTC are forced, and the session time_zone is
 	// set to '+00:00' unless the DSN sets time_zone: NOW() and the
-	// timestamps the closer reads and compares are UTC. readTimeout and
+	// timestamps the closer reads and compares are UTC. The session's
+	// innodb_lock_wait_timeout is StatementTimeout in whole seconds (at
+	// least 1) unless the DSN sets it: the server goes on running a
+	// statement whose connection the driver closed, and its lock wait
+	// would hold the order row a close updated. readTimeout and
 	// writeTimeout default to StatementTimeout + 1s, so that a COMMIT the
 	// server never answers (which no context bounds) fails instead of
 	// waiting for the TCP stack. The close, status

@@ -206,3 +206,67 @@ func TestCloseCommitHangs(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseFailedHoldsNoLock: a close whose release statement waits for a
+// lock (the stock row is held by another transaction) fails after its
+// statement timeout, and holds nothing after it returned: the order's
+// payment, which comes next, is not kept waiting by a transaction that the
+// closer has already given up. On MySQL the server goes on running a
+// statement whose connection the driver closed, for up to
+// innodb_lock_wait_timeout (50s by default), with the order row locked by
+// the close's update.
+func TestCloseFailedHoldsNoLock(t *testing.T) {
+	t.Parallel()
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := newBundle(t, driver)
+			cfg := b.config()
+			cfg.ReleaseStatement = stockBundle(t, b, 1)
+			cfg.StatementTimeout = 500 * time.Millisecond
+			b.exec(t, `CREATE INDEX `+b.table+`_io ON `+b.table+`_items (order_id)`)
+			c := newCloser(t, cfg)
+			b.insert(t, 0, "UNPAID", time.Time{})
+
+			ctx := context.Background()
+			lock, err := b.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = lock.Rollback() }()
+			if _, err := lock.ExecContext(ctx, b.q(`UPDATE `+b.table+`_stock SET qty = qty WHERE sku = $1`), "sku-0"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := closeOne(t, c, "0")
+			if err == nil || closer.IsPermanent(err) || res.Outcome != outcome.Failed {
+				t.Fatalf("close while the stock is locked = %+v, %v; want failed, a retryable error", res, err)
+			}
+
+			// The customer pays, while the stock stays locked, waiting at
+			// most 5s for the order row (the server alone would hold it 50s).
+			conn, err := b.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			setWait := `SET SESSION innodb_lock_wait_timeout = 5`
+			if driver == sqlcloser.DriverPostgres {
+				setWait = `SET lock_timeout = '5s'`
+			}
+			if _, err := conn.ExecContext(ctx, setWait); err != nil {
+				t.Fatal(err)
+			}
+			pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			if _, err := conn.ExecContext(pctx, b.q(`UPDATE `+b.table+` SET status = 'PAID' WHERE id = $1 AND status = 'UNPAID'`), 0); err != nil {
+				t.Errorf("payment after the close failed: %v; the failed close still holds the order row", err)
+			}
+			if err := lock.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if r, _ := b.row(t, 0); r.status != "PAID" {
+				t.Errorf("order 0 is %q, want PAID", r.status)
+			}
+		})
+	}
+}

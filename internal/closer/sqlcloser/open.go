@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -131,6 +132,15 @@ func openMySQL(cfg Config, dsn string, tc *tls.Config) (db *sql.DB, where string
 			mc.Params = map[string]string{}
 		}
 		mc.Params["time_zone"] = "'+00:00'"
+	}
+	// The driver ends a statement whose context ends by closing its
+	// connection, and the server goes on running it: a close whose
+	// release statement waits for a lock would keep the order row it
+	// updated locked, against the customer's payment, for up to
+	// innodb_lock_wait_timeout (50s by default) after the close failed.
+	// The server's lock waits end with the statement's (whole seconds).
+	if _, ok := mc.Params["innodb_lock_wait_timeout"]; !ok {
+		mc.Params["innodb_lock_wait_timeout"] = strconv.FormatInt(int64(max(1, math.Ceil(cfg.StatementTimeout.Seconds()))), 10)
 	}
 	// The driver ends a statement whose context ends by closing its
 	// connection, but COMMIT and ROLLBACK get no context from
