@@ -3,8 +3,6 @@ package sqlcloser_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -18,20 +16,35 @@ import (
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
-// freezer is a loopback TCP proxy to a database that, once a client sends
-// bytes containing trigger, stops passing anything either way on that
-// connection and leaves it open: the database host went quiet (a network
-// partition, a paused VM, a failover to another address) in the middle of
-// a statement, and nothing ever answers or resets the connection.
+// freezer is a loopback TCP proxy to a database that acts when a client
+// sends bytes containing trigger: by default it stops passing anything
+// either way on that connection and leaves it open, as when the database
+// host goes quiet (a network partition, a paused VM, a failover to
+// another address) in the middle of a statement, and nothing ever answers
+// or resets the connection. With mode cutBefore it ends the connection
+// instead of passing the trigger on; with cutAfter it passes the trigger
+// on, swallows the server's answer and then ends the connection (the
+// client cannot tell whether a COMMIT committed). With most set, only the
+// first most triggers act.
 type freezer struct {
 	l       net.Listener
 	target  string
 	trigger []byte
+	mode    freezeMode
+	most    int
 
 	mu     sync.Mutex
-	frozen int
+	frozen int // triggers acted on
 	conns  []net.Conn
 }
+
+type freezeMode int
+
+const (
+	freeze freezeMode = iota
+	cutBefore
+	cutAfter
+)
 
 func newFreezer(t testing.TB, target string, trigger []byte) *freezer {
 	t.Helper()
@@ -63,6 +76,17 @@ func (f *freezer) frozenConns() int {
 	return f.frozen
 }
 
+// act reports whether a trigger is to be acted on, and counts it.
+func (f *freezer) act() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.most > 0 && f.frozen >= f.most {
+		return false
+	}
+	f.frozen++
+	return true
+}
+
 func (f *freezer) serve() {
 	for {
 		c, err := f.l.Accept()
@@ -77,20 +101,24 @@ func (f *freezer) serve() {
 		f.mu.Lock()
 		f.conns = append(f.conns, c, s)
 		f.mu.Unlock()
-		freeze := make(chan struct{})
-		var once sync.Once
+		triggered := make(chan struct{})
 		go func() { // client to server, watching for the trigger
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := c.Read(buf)
-				if n > 0 && bytes.Contains(buf[:n], f.trigger) {
-					once.Do(func() {
-						f.mu.Lock()
-						f.frozen++
-						f.mu.Unlock()
-						close(freeze)
-					})
-					return // the trigger is never delivered; nothing more is read
+				if n > 0 && bytes.Contains(buf[:n], f.trigger) && f.act() {
+					switch f.mode {
+					case cutBefore:
+						c.Close()
+						s.Close()
+					case cutAfter:
+						close(triggered)
+						_, _ = s.Write(buf[:n])
+						return
+					default:
+						close(triggered)
+					}
+					return // nothing more is read
 				}
 				if n > 0 {
 					if _, werr := s.Write(buf[:n]); werr != nil {
@@ -103,12 +131,16 @@ func (f *freezer) serve() {
 				}
 			}
 		}()
-		go func() { // server to client, until frozen
+		go func() { // server to client, until triggered
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := s.Read(buf)
 				select {
-				case <-freeze:
+				case <-triggered:
+					if f.mode == cutAfter { // the answer is swallowed
+						c.Close()
+						s.Close()
+					}
 					return
 				default:
 				}
@@ -118,9 +150,6 @@ func (f *freezer) serve() {
 					}
 				}
 				if err != nil {
-					if !errors.Is(err, io.EOF) {
-						c.Close()
-					}
 					c.Close()
 					return
 				}
@@ -268,5 +297,71 @@ func TestCloseFailedHoldsNoLock(t *testing.T) {
 				t.Errorf("order 0 is %q, want PAID", r.status)
 			}
 		})
+	}
+}
+
+// TestCloseCommitCut ends the connection of a close's COMMIT, once, before
+// the COMMIT reaches the server (nothing committed) or after the server
+// answered it (committed, but the closer cannot know): a close alone
+// fails with a retryable error and its retry reports what the first did;
+// a batch runs again order by order and reports each order as it is.
+// Either way each order is closed, and its stock released, exactly once.
+func TestCloseCommitCut(t *testing.T) {
+	t.Parallel()
+	for _, driver := range drivers {
+		for _, mode := range []freezeMode{cutBefore, cutAfter} {
+			name := map[freezeMode]string{cutBefore: "before", cutAfter: "after"}[mode]
+			t.Run(driver+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				b := newBundle(t, driver)
+				cfg := b.config()
+				cfg.ReleaseStatement = stockBundle(t, b, 4)
+				cfg.StatementTimeout = 2 * time.Second
+				b.countChanges(t)
+				dsn, f := throughFreezer(t, driver, b.dsn, commitTrigger[driver])
+				cfg.DSN.Value = dsn
+				c := newCloser(t, cfg)
+				t.Cleanup(f.cut)
+				for i := range int64(4) {
+					b.insert(t, i, "UNPAID", time.Time{})
+				}
+				want := map[freezeMode]outcome.Outcome{cutBefore: outcome.Closed, cutAfter: outcome.AlreadyClosed}[mode]
+
+				// Alone: the first close fails, its retry finds what it did.
+				f.mu.Lock()
+				f.mode, f.most = mode, 1
+				f.mu.Unlock()
+				if res, err := closeOne(t, c, "0"); err == nil || closer.IsPermanent(err) || res.Outcome != outcome.Failed {
+					t.Fatalf("close 0 whose COMMIT was cut = %+v, %v; want failed, a retryable error", res, err)
+				}
+				if got := mustClose(t, c, "0"); got.Outcome != want {
+					t.Errorf("retry of close 0 = %+v, want %s", got, want)
+				}
+
+				// A batch: it runs again order by order.
+				f.mu.Lock()
+				f.most = 2
+				f.mu.Unlock()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				res, errs := sqlcloser.CloseBatch(ctx, c, []string{"1", "2", "3"})
+				if f.frozenConns() != 2 {
+					t.Fatalf("%d COMMITs cut, want 2", f.frozenConns())
+				}
+				for i := range res {
+					if errs[i] != nil || res[i].Outcome != want {
+						t.Errorf("close %d in a batch whose COMMIT was cut = %+v, %v; want %s", i+1, res[i], errs[i], want)
+					}
+				}
+				for i := range int64(4) {
+					if r, _ := b.row(t, i); r.status != "CLOSED" || r.changes != 1 {
+						t.Errorf("order %d = %+v, want closed once", i, r)
+					}
+					if got := b.stock(t, i); got != 3 {
+						t.Errorf("order %d: stock %d, want 3", i, got)
+					}
+				}
+			})
+		}
 	}
 }
