@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -261,30 +260,6 @@ func (c *Closer) mapAnswer(resp *http.Response, body []byte, readErr error) (clo
 		res.Outcome = o
 	}
 	return res, nil
-}
-
-// answerOutcome reads a JSON answer {"outcome": "...", "detail": "..."}. It
-// returns the zero Result for a body that is not such an object, and an
-// error for an outcome that is not final.
-func answerOutcome(body []byte) (closer.Result, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return closer.Result{}, nil
-	}
-	var a struct {
-		Outcome *string         `json:"outcome"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(body, &a) != nil || a.Outcome == nil {
-		return closer.Result{}, nil
-	}
-	o := outcome.Outcome(*a.Outcome)
-	if !o.Final() {
-		return closer.Result{}, fmt.Errorf("the answer's outcome %q is not one of %s, %s, %s, %s",
-			clip(*a.Outcome, maxDetail), outcome.Closed, outcome.AlreadyClosed, outcome.Skipped, outcome.NotFound)
-	}
-	// A number or an object as detail: keep its text.
-	return closer.Result{Outcome: o, Detail: clip(jsonText(a.Detail), maxDetail)}, nil
 }
 
 // retryAfterOf reads the Retry-After header of a retryable answer, in

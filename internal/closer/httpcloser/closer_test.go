@@ -693,6 +693,35 @@ func TestLargeBody(t *testing.T) {
 	}
 }
 
+// TestLargeAnswerOutcome: an answer that names its outcome and carries
+// more than the 64 KiB read of it (the whole order, say) reports that
+// outcome: a paid order that the service skipped is not reported closed
+// because the end of the answer was not read.
+func TestLargeAnswerOutcome(t *testing.T) {
+	big := strings.Repeat("y", 80<<10)
+	for _, tc := range []struct {
+		name, body string
+		want       closer.Result
+	}{
+		{"outcome first", `{"outcome":"skipped","detail":"PAID","order":{"notes":"` + big + `"}}`,
+			closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}},
+		{"outcome after an object", `{"order":{"id":"o-1","status":"PAID"},"outcome":"skipped","detail":"PAID","notes":"` + big + `"}`,
+			closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}},
+		{"no outcome", `{"order":{"notes":"` + big + `"}}`, closer.Result{Outcome: outcome.Closed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, tc.body)
+			})
+			c := newTestCloser(t, Config{URL: ts.URL + "/{id}"}, nil)
+			if res, err := c.Close(t.Context(), task("o-1", 1)); err != nil || res != tc.want {
+				t.Fatalf("Close = %+v, %v; want %+v", res, err, tc.want)
+			}
+		})
+	}
+}
+
 // TestConcurrent: 50 closes at once, as the canceller runs them, are all in
 // flight together, each arrive once with its own key and report closed; a
 // second round reuses the connections of the first.

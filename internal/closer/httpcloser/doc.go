@@ -53,8 +53,9 @@
 // can answer 200 {"outcome": "skipped", "detail": "PAID"}. Any other
 // "outcome" value is a permanent error: the service speaks a language this
 // closer does not know. Bodies without an "outcome" are ignored. At most 64
-// KiB of a body is read; errors quote its first 200 bytes and name the
-// method, the URL and the task id.
+// KiB of a body is read; an "outcome" among the members read counts, also
+// when the object goes on beyond them. Errors quote its first 200 bytes
+// and name the method, the URL and the task id.
 //
 // Redirects are not followed (a POST redirected with 301 or 302 would turn
 // into a GET, and credentials must not follow a request elsewhere).
