@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -266,6 +268,28 @@ func (c *Config) Opts() ([]kgo.Opt, error) {
 		}
 	}
 	return opts, nil
+}
+
+// clientTimeout is franz-go's own dial timeout and request timeout
+// overhead (10 s each by default), which a shorter command timeout
+// replaces.
+const clientTimeout = 10 * time.Second
+
+// TimeoutOpts returns the options that bound the client's own dial and
+// read timeouts by a command's timeout: a context does not shorten them.
+func TimeoutOpts(timeout time.Duration) []kgo.Opt {
+	bound := min(timeout, clientTimeout)
+	return []kgo.Opt{kgo.DialTimeout(bound), kgo.RequestTimeoutOverhead(bound)}
+}
+
+// NoAnswer says that the brokers of c did not answer within a command's
+// --timeout, when err is that (ctx ended, or a read or dial timed out);
+// else it returns err.
+func (c *Config) NoAnswer(ctx context.Context, err error, timeout time.Duration) error {
+	if ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("no answer from --%s %s within --timeout %v: %w", FlagBrokers, strings.Join(c.Brokers, ","), timeout, err)
 }
 
 // tlsConfig builds the TLS settings; Opts has validated the files. An empty

@@ -2,7 +2,6 @@ package schedulecmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -105,10 +104,7 @@ func (c *common) client(ctx context.Context, topicNames []string, extra ...kgo.O
 	if err != nil {
 		return nil, nil, err
 	}
-	// The client dials and reads with timeouts of its own (10 s each by
-	// default) that the context does not shorten: --timeout bounds them.
-	bound := min(c.timeout, clientTimeout)
-	opts = append(opts, kgo.DialTimeout(bound), kgo.RequestTimeoutOverhead(bound))
+	opts = append(opts, kafka.TimeoutOpts(c.timeout)...)
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka client: %w", err)
@@ -116,17 +112,10 @@ func (c *common) client(ctx context.Context, topicNames []string, extra ...kgo.O
 	parts, err := partitionCounts(ctx, kadm.NewClient(cl), topicNames)
 	if err != nil {
 		cl.Close()
-		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			err = fmt.Errorf("no answer from --brokers %s within --timeout %v: %w", strings.Join(c.kc.Brokers, ","), c.timeout, err)
-		}
-		return nil, nil, err
+		return nil, nil, c.kc.NoAnswer(ctx, err, c.timeout)
 	}
 	return cl, parts, nil
 }
-
-// clientTimeout is the Kafka client's own dial timeout and request timeout
-// overhead, which a shorter --timeout replaces.
-const clientTimeout = 10 * time.Second
 
 // partitionCounts returns the partition count of each topic, or an error
 // naming the topics that do not exist: a produce to one would wait for it

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -214,10 +213,6 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 	return st, nil
 }
 
-// clientTimeout is the Kafka client's own dial timeout and request timeout
-// overhead, which a shorter --timeout replaces.
-const clientTimeout = 10 * time.Second
-
 // readKafka reads the task's records since from: the topics of the flags,
 // then the targets its delay records name.
 func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Time) ([]found, []*PartRead, error) {
@@ -225,10 +220,8 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 	if err != nil {
 		return nil, nil, err
 	}
-	// The client dials and reads with timeouts of its own (10 s each by
-	// default) that the context does not shorten: --timeout bounds them.
-	bound := min(o.timeout, clientTimeout)
-	opts = append(opts, kgo.FetchMaxWait(closeReserve(o.timeout)), kgo.DialTimeout(bound), kgo.RequestTimeoutOverhead(bound))
+	opts = append(opts, kgo.FetchMaxWait(closeReserve(o.timeout)))
+	opts = append(opts, kafka.TimeoutOpts(o.timeout)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka client: %w", err)
@@ -238,10 +231,7 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 	srcs := o.sources()
 	got, reads, err := r.read(ctx, srcs, from)
 	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			err = fmt.Errorf("no answer from --brokers %s within --timeout %v: %w", strings.Join(o.kc.Brokers, ","), o.timeout, err)
-		}
-		return nil, nil, err
+		return nil, nil, o.kc.NoAnswer(ctx, err, o.timeout)
 	}
 	if extra := namedTargets(got, srcs); len(extra) > 0 {
 		more, moreReads, err := r.read(ctx, extra, from)
