@@ -66,7 +66,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer r.close()
 	if len(c.pendingSteps) > 0 {
-		return benchMemory(ctx, c, r.s, r.prod, r.rt.Load(), stdout, stderr)
+		return r.benchMemory(ctx, stdout, stderr)
 	}
 	if len(c.cancelSteps) > 0 {
 		return r.benchCancellations(ctx, stdout, stderr)

@@ -58,13 +58,20 @@ func (r *rig) benchCancellations(ctx context.Context, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "bench: %d cancellations held, router RSS %.1f MB\n", made, rss)
 	}
 	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
+	rtCPU, cnCPU := r.cpuPer(made)
 	err := json.NewEncoder(stdout).Encode(struct {
 		Mode      string             `json:"mode"`
 		Due       string             `json:"due_in"`
 		Steps     []cancellationStep `json:"steps"`
 		GrowthMB  float64            `json:"router_rss_growth_mb"`
 		PeakRSSMB float64            `json:"router_peak_rss_mb"`
-	}{"cancellations", c.pendingDelay.String(), steps, round(growth), r.rt.Load().peakRSS()})
+		RouterCPU float64            `json:"router_cpu_s"`
+		CancelCPU float64            `json:"canceller_cpu_s"`
+		// Per cancellation read: no deadline fires.
+		RouterPer float64 `json:"router_cpu_us_per_cancellation"`
+		CancelPer float64 `json:"canceller_cpu_us_per_cancellation"`
+	}{"cancellations", c.pendingDelay.String(), steps, round(growth), r.rt.Load().peakRSS(),
+		round(r.rt.Load().cpu()), round(r.cn.Load().cpu()), rtCPU, cnCPU})
 	if err != nil {
 		return err
 	}

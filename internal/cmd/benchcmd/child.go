@@ -114,9 +114,16 @@ type procFigures struct {
 func (r *rig) procs(fired int) procFigures {
 	rt, cn := r.rt.Load(), r.cn.Load()
 	f := procFigures{RouterPeakRSS: rt.peakRSS(), CancellerPeak: cn.peakRSS(), RouterCPU: round(rt.cpu()), CancellerCPU: round(cn.cpu())}
-	if fired > 0 {
-		f.RouterCPUPerDeadline = round(rt.cpu() * 1e6 / float64(fired))
-		f.CancellerCPUPerDeadline = round(cn.cpu() * 1e6 / float64(fired))
-	}
+	f.RouterCPUPerDeadline, f.CancellerCPUPerDeadline = r.cpuPer(fired)
 	return f
+}
+
+// cpuPer returns the CPU of the running router and canceller per one of n
+// (deadlines fired, deadlines scheduled or cancellations read), in
+// microseconds; zero when n is.
+func (r *rig) cpuPer(n int) (router, canceller float64) {
+	if n <= 0 {
+		return 0, 0
+	}
+	return round(r.rt.Load().cpu() * 1e6 / float64(n)), round(r.cn.Load().cpu() * 1e6 / float64(n))
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -21,8 +19,10 @@ type memoryStep struct {
 }
 
 // benchMemory schedules orders due far ahead and samples the router's RSS as
-// the pending count passes each step.
-func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *kgo.Client, rt *child, stdout, stderr io.Writer) error {
+// the pending count passes each step. No deadline fires: the CPU figures
+// are per deadline scheduled.
+func (r *rig) benchMemory(ctx context.Context, stdout, stderr io.Writer) error {
+	c, s, prod, rt := r.c, r.s, r.prod, r.rt.Load()
 	var steps []memoryStep
 	scheduled := 0
 	due := time.Now().Add(c.pendingDelay)
@@ -46,6 +46,7 @@ func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *
 		fmt.Fprintf(stderr, "bench: %d pending, router RSS %.1f MB\n", scheduled, steps[len(steps)-1].RouterRSS)
 	}
 	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
+	rtCPU, cnCPU := r.cpuPer(scheduled)
 	err := json.NewEncoder(stdout).Encode(struct {
 		Mode      string       `json:"mode"`
 		Tiers     string       `json:"tiers"`
@@ -53,7 +54,13 @@ func benchMemory(ctx context.Context, c *benchConfig, s *tiers.Scheduler, prod *
 		Steps     []memoryStep `json:"steps"`
 		GrowthMB  float64      `json:"router_rss_growth_mb"`
 		PeakRSSMB float64      `json:"router_peak_rss_mb"`
-	}{"memory", c.tiers.String(), c.pendingDelay.String(), steps, round(growth), rt.peakRSS()})
+		RouterCPU float64      `json:"router_cpu_s"`
+		CancelCPU float64      `json:"canceller_cpu_s"`
+		// Per deadline scheduled: none fires.
+		RouterPer float64 `json:"router_cpu_us_per_deadline"`
+		CancelPer float64 `json:"canceller_cpu_us_per_deadline"`
+	}{"memory", c.tiers.String(), c.pendingDelay.String(), steps, round(growth), rt.peakRSS(),
+		round(rt.cpu()), round(r.cn.Load().cpu()), rtCPU, cnCPU})
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,8 @@ bound) and dead-letter the batches.
 
 With --pending-steps the bench measures memory instead: it schedules orders
 due far ahead (--pending-delay) and samples the router's RSS as the pending
-deadlines reach each step.
+deadlines reach each step. Its line has the CPU seconds of the router and
+the canceller and their CPU per deadline scheduled (none fires).
 
 With --cancel-ratio R the bench cancels that share of the orders right
 after it schedules them (one record each on hourglass.cancellations): the
@@ -72,7 +73,9 @@ lateness_ms is that of the orders that were not cancelled.
 With --cancellation-steps the bench measures the memory cancellations cost
 instead: it produces cancellations of deadlines due --pending-delay ahead
 and samples the router's RSS once its store holds each step's count (read
-from its metrics), like --pending-steps.
+from its metrics), like --pending-steps. Its line has the CPU seconds of
+the router and the canceller and their CPU per cancellation read
+(router_cpu_us_per_cancellation, canceller_cpu_us_per_cancellation).
 
 Usage: hourglass bench [flags]
 
