@@ -105,19 +105,33 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := build(c.new, bins["new"], dir); err != nil {
 		return err
 	}
+	// A run that fails (an order lost, a bound exceeded, a crash) does not
+	// end the comparison: its figures count when it printed them, and the
+	// failures are reported after the summary.
 	runs := map[string][]map[string]float64{}
+	var failed []error
 	for i := range c.pairs {
 		for _, side := range []string{"base", "new"} {
 			fmt.Fprintf(stderr, "benchab: pair %d/%d, %s: hourglass bench %s\n", i+1, c.pairs, side, strings.Join(c.args, " "))
 			figs, line, err := bench(bins[side], c.args, c.timeout, stderr)
 			if err != nil {
-				return fmt.Errorf("pair %d, %s: %w", i+1, side, err)
+				err = fmt.Errorf("pair %d, %s: %w", i+1, side, err)
+				fmt.Fprintf(stderr, "benchab: %v\n", err)
+				failed = append(failed, err)
 			}
-			fmt.Fprintf(stdout, "%s %d: %s\n", side, i+1, line)
-			runs[side] = append(runs[side], figs)
+			if figs != nil {
+				fmt.Fprintf(stdout, "%s %d: %s\n", side, i+1, line)
+				runs[side] = append(runs[side], figs)
+			}
 		}
 	}
-	return summarize(stdout, c, runs)
+	if err := summarize(stdout, c, runs); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d runs failed: %w", len(failed), 2*c.pairs, errors.Join(failed...))
+	}
+	return nil
 }
 
 // build builds cmd/hourglass at rev (the working tree when rev is empty)
@@ -140,17 +154,30 @@ func build(rev, out, dir string) error {
 }
 
 // bench runs one bench and returns the numeric figures of its last JSON
-// line, flattened to dotted paths, and the line itself.
+// line, flattened to dotted paths, and the line itself. A bench that
+// failed after printing its line (exit status 1: an order lost, a bound
+// exceeded) returns its figures and the error.
 func bench(bin string, args []string, timeout time.Duration, stderr io.Writer) (map[string]float64, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, append([]string{"bench"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, stderr
-	if err := cmd.Run(); err != nil {
-		return nil, "", fmt.Errorf("hourglass bench: %w", err)
+	runErr := cmd.Run()
+	if runErr != nil {
+		runErr = fmt.Errorf("hourglass bench: %w", runErr)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	figs, line, err := lastLine(out.String())
+	if err != nil {
+		return nil, "", errors.Join(runErr, err)
+	}
+	return figs, line, runErr
+}
+
+// lastLine returns the numeric figures of the last line of out, a JSON
+// object, flattened to dotted paths, and the line.
+func lastLine(out string) (map[string]float64, string, error) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	line := lines[len(lines)-1]
 	var v map[string]any
 	if err := json.Unmarshal([]byte(line), &v); err != nil {
