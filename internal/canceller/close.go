@@ -51,7 +51,7 @@ func (c *Canceller) handle(closeCtx context.Context, j job) {
 // that breaks the contract, or whose kind has no closer, returns the reason
 // and error of its dead letter.
 func (c *Canceller) route(r *kgo.Record) (closer.Task, Route, string, error) {
-	err := tiers.Limits{}.Check(r)
+	err := c.cfg.Limits.Check(r)
 	var m tiers.Meta
 	if err == nil {
 		m, err = tiers.DecodeRecord(r)

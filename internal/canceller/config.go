@@ -86,6 +86,12 @@ type Config struct {
 	// Tiers are the delay tiers a failed close is rescheduled through; the
 	// router's table. Default tiers.DefaultTable().
 	Tiers tiers.Table
+	// Limits bound the key, headers and value of a task record; a larger
+	// one goes to the dead-letter topic. They must be the router's: a
+	// record within the router's limits is forwarded, and refused here it
+	// would be dead-lettered unclosed. Zero fields take the tiers.Limits
+	// defaults, as the router's do.
+	Limits tiers.Limits
 	// MaxInFlight bounds the records taken and not yet finished, closes
 	// running or waiting: the records held in memory, the closes a closer
 	// can batch, and the requests at once of an http closer without
@@ -142,6 +148,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
 	fs.StringVar(&c.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
 	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
+	record.LimitsVar(fs, &c.Limits) // the router's flags and variables
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), 0,
 		"records closing or waiting at once (closes ready together are batched; one task id never closes twice at once); 0 chooses by the closers: 1000 when every one batches (sql, kafka, log, http with batch_url), else 100")
 	fs.IntVar(&c.MaxInFlightBytes, "max-in-flight-bytes", env("max-in-flight-bytes"), DefaultMaxInFlightBytes,
@@ -207,6 +214,7 @@ func (c Config) WithDefaults() Config {
 	if c.Tiers.Len() == 0 {
 		c.Tiers = tiers.DefaultTable()
 	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.MaxInFlightBytes == 0 {
 		c.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -254,6 +262,7 @@ func (c Config) Validate() []error {
 	if c.MaxAttempts < 1 {
 		p.Add("max-attempts", "%d: must be at least 1", c.MaxAttempts)
 	}
+	record.CheckLimits(&p, c.Limits)
 	return p
 }
 

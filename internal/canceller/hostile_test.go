@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -262,5 +263,44 @@ func TestResetToEarlierOffset(t *testing.T) {
 	}
 	if got := b.committed(t); got != 4 {
 		t.Errorf("committed %d, want 4", got)
+	}
+}
+
+// TestLimitsAsTheRouters: with the router's limits raised (--max-headers,
+// --max-value-bytes, ... or the HOURGLASS_* variables, which both services
+// read), a record within them is closed. The router forwards such a record;
+// the canceller checked it against the default limits and dead-lettered it
+// (headers_too_large, value_too_large) without closing it.
+func TestLimitsAsTheRouters(t *testing.T) {
+	t.Setenv("HOURGLASS_MAX_HEADERS", "128")
+	t.Setenv("HOURGLASS_MAX_VALUE_BYTES", "920000")
+	var cfg Config
+	fs := cli.NewFlagSet("canceller", "usage: canceller [flags]")
+	parsed := cfg.RegisterFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if errs := parsed(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var m closer.Memory
+	m.CloseUnknown = true
+	b := setup(t, cfg, &m)
+	due := hdrMillis(tiers.HeaderDue, t0)
+	many := []kgo.RecordHeader{due}
+	for i := range 100 {
+		many = append(many, hdr("x-"+strconv.Itoa(i), "v"))
+	}
+	b.produce(t, "many-headers", "", many...)
+	b.produce(t, "large-value", strings.Repeat("v", 910_000), due)
+	b.produce(t, "after", "", due)
+	evs := b.outcomes(t, "after")
+	for _, id := range []string{"many-headers", "large-value"} {
+		if ev, ok := evs[id]; !ok || ev.Outcome != outcome.Closed {
+			t.Errorf("%s: outcome %q, want closed", id, ev.Outcome)
+		}
+	}
+	if s := b.c.Stats(); s.DeadLettered != 0 || s.Closed != 3 {
+		t.Errorf("stats %+v: want 3 closed, none dead-lettered", s)
 	}
 }

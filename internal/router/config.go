@@ -178,10 +178,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 		"`bytes` of records a partition holds (waiting, in the timer or being produced) before it is paused")
 	fs.IntVar(&c.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), DefaultMaxInFlightPerTarget,
 		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
-	fs.IntVar(&c.Limits.KeyBytes, "max-key-bytes", env("max-key-bytes"), tiers.DefaultMaxKeyBytes, "largest key (task id) in `bytes`; larger records go to the dead-letter topic")
-	fs.IntVar(&c.Limits.HeaderBytes, "max-header-bytes", env("max-header-bytes"), tiers.DefaultMaxHeaderBytes, "largest sum of header names and values in `bytes`, besides the contract's headers")
-	fs.IntVar(&c.Limits.Headers, "max-headers", env("max-headers"), tiers.DefaultMaxHeaders, "most headers on a record, besides the contract's")
-	fs.IntVar(&c.Limits.ValueBytes, "max-value-bytes", env("max-value-bytes"), tiers.DefaultMaxValueBytes, "largest value (payload) in `bytes`")
+	record.LimitsVar(fs, &c.Limits)
 	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")
 	fs.DurationVar(&c.BatchWindow, "batch-window", env("batch-window"), DefaultBatchWindow,
 		"what falls due within one window leaves together at its end, in one check of the cancellations and one produce batch; adds at most this to lateness (0: each at its instant)")
@@ -341,13 +338,12 @@ func (c Config) checkTopics(p *cli.Problems) {
 // checkLimits checks the record limits and the bounds of what the router
 // holds.
 func (c Config) checkLimits(p *cli.Problems) {
+	record.CheckLimits(p, c.Limits)
 	for _, l := range []struct {
 		flag   string
 		v, min int
 		unit   string
 	}{
-		{"max-key-bytes", c.Limits.KeyBytes, 1, "1"}, {"max-header-bytes", c.Limits.HeaderBytes, 1, "1"},
-		{"max-headers", c.Limits.Headers, 1, "1"}, {"max-value-bytes", c.Limits.ValueBytes, 1, "1"},
 		{"timer-capacity", c.TimerCapacity, 1, "1"}, {"timer-bytes", c.TimerBytes, 1 << 20, "1 MiB"},
 		{"max-held-per-partition", c.MaxHeldPerPartition, 1, "1"},
 		{"max-held-bytes-per-partition", c.MaxHeldBytesPerPartition, 1 << 20, "1 MiB"},
@@ -357,10 +353,6 @@ func (c Config) checkLimits(p *cli.Problems) {
 		if l.v < l.min {
 			p.Add(l.flag, "%d: must be at least %s", l.v, l.unit)
 		}
-	}
-	if sum := c.Limits.KeyBytes + c.Limits.HeaderBytes + c.Limits.ValueBytes; sum > record.MaxDeadLetterBytes-16<<10 {
-		p.Add("max-value-bytes", "key, header and value limits add up to %d bytes: a record that large could not be forwarded (at most %d)",
-			sum, record.MaxDeadLetterBytes-16<<10)
 	}
 }
 
