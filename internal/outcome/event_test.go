@@ -216,3 +216,33 @@ func TestSignVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarshalBounded: an event read holds no text field longer than
+// Marshal writes, whatever the record carried: a forged event of 900 kB
+// fields is cut as Marshal cuts them, not held whole (the recorder batches
+// thousands of events).
+func TestUnmarshalBounded(t *testing.T) {
+	huge := strings.Repeat("x", 900_000)
+	in, err := json.Marshal(map[string]any{"v": Version, "task_id": huge, "kind": huge, "outcome": huge, "detail": huge,
+		"error": huge, "path": huge, "instance": huge, "topic": huge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unmarshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		v    string
+		max  int
+	}{
+		{"task_id", got.TaskID, MaxTaskIDBytes}, {"kind", got.Kind, MaxKindBytes}, {"outcome", string(got.Outcome), MaxOutcomeBytes},
+		{"detail", got.Detail, MaxDetailBytes}, {"error", got.Error, MaxErrorBytes}, {"path", got.Path, MaxPathBytes},
+		{"instance", got.Instance, MaxInstanceBytes}, {"topic", got.Topic, MaxTopicBytes},
+	} {
+		if len(f.v) != f.max || !strings.HasSuffix(f.v, "...") {
+			t.Errorf("%s: %d bytes, want %d ending in ...", f.name, len(f.v), f.max)
+		}
+	}
+}

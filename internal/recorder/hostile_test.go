@@ -2,7 +2,9 @@ package recorder_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +117,60 @@ func TestAbortedEvents(t *testing.T) {
 		t.Errorf("stats %+v, want 13 inserted", st)
 	}
 	checkReport(t, store, want)
+}
+
+// TestForgedHugeEvents: events forged with text fields of hundreds of
+// kilobytes (any producer with access to the outcomes topic can write them,
+// and without a key they are stored) are stored cut to the limits of a
+// canceller's own events, so that a batch holds a few kilobytes an event,
+// not up to the broker's record size. Before, a batch of 600 forged events
+// with a detail of 900 kB took the recorder from 0.1 to 3.9 GB; the default
+// batch of 5000 would take some 30 GB, and after the crash the same records
+// are read again.
+func TestForgedHugeEvents(t *testing.T) {
+	b := setup(t)
+	store := chtest.Open(t)
+	huge := strings.Repeat("d", 200_000)
+	var recs []*kgo.Record
+	for i := range 20 {
+		e := event(i)
+		v, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(v, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["detail"], m["error"], m["path"] = huge, huge, huge
+		if v, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: b.topic, Partition: int32(i % 3), Key: []byte(event(i).TaskID), Value: v})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	r := b.start(t, recorder.Config{FlushInterval: 50 * time.Millisecond}, store, clock.Real{})
+	waitFor(t, "every record flushed", func() bool { return r.r.Stats().Flushed == int64(len(recs)) },
+		func() string { return fmt.Sprintf("%+v", r.r.Stats()) })
+	r.stop()
+	if st := r.r.Stats(); st.Inserted != int64(len(recs)) {
+		t.Errorf("stats %+v, want all %d inserted", st, len(recs))
+	}
+	for i := range recs {
+		as, err := store.TaskAttempts(ctx, event(i).TaskID, t0.Add(-time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) != 1 {
+			t.Fatalf("%s: %d attempts stored, want 1", event(i).TaskID, len(as))
+		}
+		if a := as[0]; len(a.Detail) > outcome.MaxDetailBytes || len(a.Error) > outcome.MaxErrorBytes || len(a.Path) > outcome.MaxPathBytes {
+			t.Errorf("%s stored with a detail of %d bytes, an error of %d and a path of %d: want them cut to %d, %d and %d",
+				a.TaskID, len(a.Detail), len(a.Error), len(a.Path), outcome.MaxDetailBytes, outcome.MaxErrorBytes, outcome.MaxPathBytes)
+		}
+	}
 }
