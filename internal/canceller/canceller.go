@@ -35,6 +35,7 @@ type Canceller struct {
 	parts        map[tp]*partition
 	keys         map[string][]job // task ids with a close running, and the records waiting behind it
 	pending      int              // records taken whose close has not finished: closing, or waiting for their turn or the rate limit
+	queued       int              // the pending records waiting for their turn behind a close of the same task id
 	pendingBytes int              // the bytes of the pending records (record.Size)
 	unacked      int              // records taken and not finished: pending, or closed with records onward not yet acknowledged
 	fatal        error            // stops the canceller: another member took its instance id

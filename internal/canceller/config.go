@@ -96,7 +96,9 @@ type Config struct {
 	// running or waiting: the records held in memory, the closes a closer
 	// can batch, and the requests at once of an http closer without
 	// batch_url. Two records of the same task id never close at once: the
-	// later waits for the earlier. Zero: DefaultMaxInFlightBatched when
+	// later waits for the earlier, and while it waits it does not count
+	// here (MaxInFlightBytes bounds it), so that the records of one task
+	// id cannot hold up the others. Zero: DefaultMaxInFlightBatched when
 	// every closer batches (closer.Batcher), else DefaultMaxInFlight; New
 	// decides.
 	MaxInFlight int

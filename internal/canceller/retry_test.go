@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -358,4 +359,51 @@ func TestRouteRateLimit(t *testing.T) {
 	if last := order[len(order)-1]; last != "reminder" {
 		t.Errorf("close order %v: the limited kind was not last", order)
 	}
+}
+
+// TestOneTaskFloodHoldsNoSlots: records of one task id waiting behind its
+// running close hold no close slot, so that a flood of them (an order
+// scheduled again and again) does not stop the closes of other tasks, here
+// of another topic. Before, each waiting record held one of the
+// MaxInFlight slots: the other tasks waited for all but MaxInFlight of the
+// flood to close, one close latency each (300 records of one id made them
+// 4 s late with closes of 20 ms).
+func TestOneTaskFloodHoldsNoSlots(t *testing.T) {
+	release := make(chan struct{})
+	cr := closer.CloserFunc(func(ctx context.Context, tk closer.Task) (closer.Result, error) {
+		if tk.ID == "flood" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return closer.Result{}, ctx.Err()
+			}
+		}
+		return closer.Result{Outcome: outcome.Closed}, nil
+	})
+	uniq := "flood" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	flood, other := uniq+".cancel", uniq+".other"
+	b := setup(t, Config{MaxInFlight: 4, Topics: []string{flood, other}, CloseTimeout: 30 * time.Second, ShutdownTimeout: 30 * time.Second}, cr)
+	due := hdrMillis(tiers.HeaderDue, t0)
+	var rs []*kgo.Record
+	for range 20 {
+		rs = append(rs, &kgo.Record{Topic: flood, Key: []byte("flood"), Headers: []kgo.RecordHeader{due}})
+	}
+	if err := b.cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "records of the flood waiting behind its first close", func() bool {
+		b.c.mu.Lock()
+		defer b.c.mu.Unlock()
+		return len(b.c.keys["flood"]) >= 3
+	}, func() string { return fmt.Sprintf("%+v", b.c.Stats()) })
+	rs = rs[:0]
+	for i := range 5 {
+		rs = append(rs, &kgo.Record{Topic: other, Key: fmt.Appendf(nil, "order-%d", i), Headers: []kgo.RecordHeader{due}})
+	}
+	if err := b.cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Closed == 5 })
+	close(release)
+	b.waitStats(t, func(s Stats) bool { return s.Closed == 25 })
 }
