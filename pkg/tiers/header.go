@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -225,11 +226,20 @@ func decodeDue(v []byte) (time.Time, error) {
 	return t, err
 }
 
+// maxMillisLen bounds a time header with its leading zeros: a producer may
+// pad to a fixed width, such as the 19 digits of an int64 or the 20 of a
+// uint64. The value itself has at most 18 significant digits.
+const maxMillisLen = 20
+
 func decodeMillis(key string, v []byte) (time.Time, error) {
-	if len(v) == 0 || len(v) > 18 || !allDigits(v) {
+	// Leading zeros are decimal ASCII too: only the significant digits are
+	// bounded by what cannot overflow, so that a value padded to 19 or 20
+	// digits is the time it says, not an error.
+	significant := bytes.TrimLeft(v, "0")
+	if len(v) == 0 || len(v) > maxMillisLen || len(significant) > 18 || !allDigits(v) {
 		return time.Time{}, invalid(ReasonHeaderInvalid, "header %s is %q; want unix milliseconds as decimal digits", key, clip(v))
 	}
-	ms, _ := strconv.ParseInt(string(v), 10, 64) // 18 digits cannot overflow
+	ms, _ := strconv.ParseInt(string(v), 10, 64) // 18 significant digits cannot overflow
 	return time.UnixMilli(ms), nil
 }
 

@@ -69,6 +69,11 @@ func TestDecode(t *testing.T) {
 		{name: "due with 18 digits", headers: hdrs(HeaderDue, "999999999999999999"), want: Meta{Due: time.UnixMilli(999999999999999999)}},
 		// Leading zeros are decimal ASCII too; the value is unambiguous.
 		{name: "due with leading zeros", headers: hdrs(HeaderDue, "007"), want: Meta{Due: time.UnixMilli(7)}},
+		// Padded to the width of an int64 (19) or a uint64 (20): the time it
+		// says, not due_not_a_number.
+		{name: "due padded to 19 digits", headers: hdrs(HeaderDue, "000000"+due), want: Meta{Due: dueTime}},
+		{name: "due padded to 20 digits", headers: hdrs(HeaderDue, "0000000"+due), want: Meta{Due: dueTime}},
+		{name: "scheduled padded to 20 digits", headers: hdrs(HeaderDue, due, HeaderScheduled, "0000000"+due), want: Meta{Due: dueTime, Scheduled: dueTime}},
 		{
 			name:    "headers that are not ours are ignored",
 			headers: hdrs(HeaderDue, due, "due", "abc", "Hourglass-Due", "x", "x-hourglass-due", "-1", "content-type", "application/json"),
@@ -104,6 +109,7 @@ func TestDecode(t *testing.T) {
 		{name: "due in RFC 3339", headers: hdrs(HeaderDue, "2026-01-01T00:00:00Z"), wantReason: ReasonDueNotNumber},
 		{name: "due in seconds with exponent", headers: hdrs(HeaderDue, "1.7e12"), wantReason: ReasonDueNotNumber},
 		{name: "due with 19 digits", headers: hdrs(HeaderDue, "1000000000000000000"), wantReason: ReasonDueNotNumber},
+		{name: "due padded past 20 digits", headers: hdrs(HeaderDue, "00000000"+due), wantReason: ReasonDueNotNumber},
 		{name: "due is a minus sign", headers: hdrs(HeaderDue, "-"), wantReason: ReasonDueNotNumber},
 		{name: "due negative", headers: hdrs(HeaderDue, "-5"), wantReason: ReasonDueNegative},
 		{name: "due negative and long", headers: hdrs(HeaderDue, "-99999999999999999999"), wantReason: ReasonDueNegative},
