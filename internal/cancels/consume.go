@@ -19,6 +19,11 @@ import (
 // forward what it cannot check.
 func (r *Reader) consume(ctx context.Context) error {
 	last := time.Now()
+	// A partition whose fetch fails with an error the client does not
+	// retry itself is fetched again at once; it is paused for a backoff
+	// instead of looping on it.
+	backoff := kafka.NewFetchBackoff(r.cl)
+	defer backoff.Close()
 	for {
 		// Small batches: a large Pebble batch is held whole in memory
 		// until it is flushed.
@@ -31,7 +36,14 @@ func (r *Reader) consume(ctx context.Context) error {
 				r.skipped(b)
 				return
 			}
-			r.cfg.Logger.Warn("fetching cancellations failed; trying again", "topic", topic, "partition", p, "err", err)
+			if wait := backoff.Failed(topic, p); wait > 0 || topic == "" {
+				r.cfg.Logger.Warn("fetching cancellations failed; trying again", "topic", topic, "partition", p, "in", wait, "err", err)
+			}
+		})
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if len(fp.Records) > 0 {
+				backoff.Succeeded(fp.Topic, fp.Partition)
+			}
 		})
 		if err := r.apply(fs); err != nil {
 			return err

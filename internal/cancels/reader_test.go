@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/hostile"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
@@ -294,5 +296,43 @@ func TestReaderTopicCreatedAgain(t *testing.T) {
 		if _, ok, err := b2.r.Lookup(id); err != nil || ok != want {
 			t.Errorf("%s: found %v, %v; want found %v", id, ok, err, want)
 		}
+	}
+}
+
+// TestReaderFetchErrorBacksOff: the fetches of the topic fail with an error
+// franz-go does not retry itself (TOPIC_AUTHORIZATION_FAILED). The reader
+// must pause the partition for a backoff instead of fetching it again at
+// once (tens of thousands of fetches and log lines a second), and read the
+// topic again once the broker answers.
+func TestReaderFetchErrorBacksOff(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	b := startReader(t, c, "")
+	b.cover(t)
+	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: testTopic, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	defer fault.Remove()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fault.Wait(ctx, 1); err != nil {
+		t.Fatalf("no fetch: %v", err)
+	}
+	from, hits := time.Now(), fault.Hits()
+	poll.Until(t, 10*time.Second, "two seconds", func() bool { return time.Since(from) >= 2*time.Second }, nil)
+	if n := fault.Hits() - hits; n > 50 {
+		t.Errorf("%d fetches in %v: the reader loops on a fetch error", n, time.Since(from).Round(time.Millisecond))
+	}
+	fault.Remove()
+	cl, err := kgo.NewClient(b.seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, tiers.Cancellation{ID: "after", At: time.Now()})
+	b.cover(t)
+	if _, ok, err := b.r.Lookup("after"); !ok || err != nil {
+		t.Errorf("the cancellation produced once the fetches were answered again: found %v, %v", ok, err)
 	}
 }

@@ -72,10 +72,11 @@ type Config struct {
 // so that no commit computed before it lands after it (on a partition
 // another member may already have moved on).
 type Member struct {
-	cfg  Config
-	cl   *kgo.Client
-	log  *slog.Logger
-	comm *committer
+	cfg     Config
+	cl      *kgo.Client
+	log     *slog.Logger
+	comm    *committer
+	backoff *kafka.FetchBackoff // paces partitions whose fetches fail
 
 	mu    sync.Mutex // guards parts and every partition's tracker
 	parts map[tp]*partition
@@ -141,6 +142,7 @@ func New(cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
 	m.cl = cl
+	m.backoff = kafka.NewFetchBackoff(cl)
 	m.comm = &committer{
 		Client: cl, Source: m.watermarks, Interval: cfg.CommitInterval, Timeout: cfg.CommitTimeout, Clock: cfg.Clock,
 		OnError: func(err error) { m.log.Warn("commit failed; retrying", "err", err) },
@@ -176,6 +178,7 @@ func (m *Member) Close(ctx context.Context) {
 	if err := m.Commit(); err != nil {
 		m.log.Warn("final commit failed; the records after the last commit will be read again", "err", err)
 	}
+	m.backoff.Close()
 	m.cl.Close()
 	if id := m.cfg.Group.InstanceID; id != "" {
 		if err := LeaveGroup(ctx, m.cfg.Kafka, m.cfg.Group.Name, id); err != nil {
@@ -214,6 +217,7 @@ func (m *Member) TakeSkipped(b *kgo.ErrDecompressTooLarge) Mark {
 }
 
 func (m *Member) take(topic string, id int32, offset int64) Mark {
+	m.backoff.Succeeded(topic, id)
 	k := tp{topic, id}
 	p, ok := m.parts[k]
 	if !ok {
@@ -261,8 +265,18 @@ func (m *Member) watermarks() commits {
 	return out
 }
 
+// Pause pauses fetching partitions for the service (its own limits) until
+// Resume. A service pauses through the Member, not its client, so that a
+// partition paused by both the service and a fetch error's backoff is
+// fetched again only when both have let go of it.
+func (m *Member) Pause(parts map[string][]int32) { m.backoff.Pause(parts) }
+
+// Resume resumes partitions the service paused (see Pause).
+func (m *Member) Resume(parts map[string][]int32) { m.backoff.Resume(parts) }
+
 // forget drops parts and returns their watermarks.
 func (m *Member) forget(parts map[string][]int32) commits {
+	m.backoff.Forget(parts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(commits, len(parts))
@@ -314,7 +328,10 @@ func (m *Member) Lost(lost map[string][]int32) {
 // FetchErrors handles a poll's errors: a batch too large to decompress, or
 // malformed, is skipped and handed to skipped (see TakeSkipped); the fencing
 // of the member's instance id by another member is returned, and the
-// service must stop; other errors are logged (a canceled poll's are not).
+// service must stop; other errors are logged (a canceled poll's are not)
+// and their partition is paused for a backoff (kafka.FetchBackoff): the
+// client would fetch it again at once, and the poll would return the error
+// again at once.
 func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooLarge)) error {
 	var fatal error
 	fs.EachError(func(topic string, partition int32, err error) {
@@ -327,7 +344,11 @@ func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooL
 			}
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		default:
-			m.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
+			if wait := m.backoff.Failed(topic, partition); wait > 0 {
+				m.log.Warn("fetch failed; fetching the partition again after a backoff", "topic", topic, "partition", partition, "in", wait, "err", err)
+			} else if topic == "" {
+				m.log.Warn("fetch failed", "err", err)
+			}
 		}
 	})
 	return fatal

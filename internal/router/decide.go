@@ -171,7 +171,7 @@ func (r *Router) timerFull() bool {
 func (r *Router) maybePause(p *partition) {
 	if !p.paused && !p.gone && (p.waiting >= r.cfg.MaxHeldPerPartition || p.bytes >= r.cfg.MaxHeldBytesPerPartition) {
 		r.setPaused(p, true)
-		r.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+		r.member.Pause(map[string][]int32{p.topic: {p.partition}})
 	}
 }
 
@@ -179,7 +179,7 @@ func (r *Router) maybePause(p *partition) {
 func (r *Router) maybeResume(p *partition) {
 	if p.paused && !p.gone && p.waiting <= r.cfg.MaxHeldPerPartition/2 && p.bytes <= r.cfg.MaxHeldBytesPerPartition/2 {
 		r.setPaused(p, false)
-		r.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+		r.member.Resume(map[string][]int32{p.topic: {p.partition}})
 	}
 }
 

@@ -114,3 +114,37 @@ func TestAddedDelayPartition(t *testing.T) {
 	b.readWithin(t, b.cfg.Target, "new", 1, 30*time.Second)
 	t.Logf("the deadline in the added partition was forwarded %v after it was produced", time.Since(start).Round(time.Millisecond))
 }
+
+// TestFetchErrorBacksOff: the fetches of one delay topic fail with an error
+// franz-go does not retry itself (TOPIC_AUTHORIZATION_FAILED, after an ACL
+// change). The client fetches the partition again at once and the poll
+// returns the error again at once: the router must pause the partition for
+// a backoff instead of looping on it (tens of thousands of fetches and log
+// lines a second, a whole core), keep forwarding from the other tier, and
+// read the failing one again once the broker answers it.
+func TestFetchErrorBacksOff(t *testing.T) {
+	table, _ := tiers.Parse("30s,2m")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	short, long := tiers.Topic(b.cfg.Prefix, 30*time.Second), tiers.Topic(b.cfg.Prefix, 2*time.Minute)
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: long, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	defer fault.Remove()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fault.Wait(ctx, 1); err != nil {
+		t.Fatalf("no fetch of %s: %v", long, err)
+	}
+	// The other tier flows meanwhile.
+	b.produceRec(t, delayRecord(short, "other-tier", t0, t0.Add(-time.Second)))
+	b.read(t, b.cfg.Target, "other-tier", 1)
+	from, hits := time.Now(), fault.Hits()
+	poll.Until(t, 10*time.Second, "two seconds", func() bool { return time.Since(from) >= 2*time.Second }, nil)
+	// With the backoff (250ms doubling to 5s), a handful; without it,
+	// thousands.
+	if n := fault.Hits() - hits; n > 50 {
+		t.Errorf("%d fetches of the failing partition in %v: the router loops on a fetch error", n, time.Since(from).Round(time.Millisecond))
+	}
+	fault.Remove()
+	b.produceRec(t, delayRecord(long, "healed", t0, t0.Add(-time.Second)))
+	b.readWithin(t, b.cfg.Target, "healed", 1, 20*time.Second)
+}

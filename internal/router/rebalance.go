@@ -46,7 +46,7 @@ func (r *Router) releaseParts(parts map[string][]int32, lost bool) {
 		}
 	}
 	if len(resume) > 0 {
-		r.cl.ResumeFetchPartitions(resume)
+		r.member.Resume(resume)
 	}
 	if lost {
 		r.ungate() // lets go of the gated entries of the lost partitions
