@@ -148,3 +148,34 @@ func TestFetchErrorBacksOff(t *testing.T) {
 	b.produceRec(t, delayRecord(long, "healed", t0, t0.Add(-time.Second)))
 	b.readWithin(t, b.cfg.Target, "healed", 1, 20*time.Second)
 }
+
+// TestInvalidRecordBatchNotDeadLettered: the target answers one produce
+// request INVALID_RECORD, as a broker does for a whole batch when one of its
+// records fails validation (a schema check, a policy). The deadlines in that
+// batch are valid: each must be tried again alone, as for a batch refused as
+// too large, and forwarded, not dead-lettered with the one that failed.
+func TestInvalidRecordBatchNotDeadLettered(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	before := b.router.Stats()
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.cfg.Target, Err: kerr.InvalidRecord, Count: 1})
+	defer fault.Remove()
+	const n = 20
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, delayRecord(topic, fmt.Sprintf("k%d", i), t0, t0.Add(-time.Second)))
+	}
+	if err := b.cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded+s.DeadLettered >= before.Forwarded+before.DeadLettered+n })
+	if fault.Hits() != 1 {
+		t.Fatalf("the fault answered %d produces, want 1", fault.Hits())
+	}
+	if st := b.router.Stats(); st.DeadLettered != before.DeadLettered || st.Forwarded != before.Forwarded+n {
+		t.Errorf("one INVALID_RECORD answer dead-lettered %d valid deadlines (forwarded %d of %d)",
+			st.DeadLettered-before.DeadLettered, st.Forwarded-before.Forwarded, n)
+	}
+}

@@ -34,9 +34,11 @@ type flight struct {
 	out  *kgo.Record
 	kind produceKind
 	to   time.Duration // the tier of a hop
-	// solo is set on a produce refused as too large: it is tried once more
-	// alone, since a broker refuses a whole batch for one record too large
-	// and the others of the batch were refused with it.
+	// solo is set on a produce refused as too large or invalid: it is
+	// tried once more alone, since a broker refuses a whole batch for one
+	// record too large or invalid (INVALID_RECORD names the record only in
+	// its record errors, which the client does not pass on), and the others
+	// of the batch were refused with it.
 	solo bool
 }
 
@@ -173,7 +175,9 @@ func (r *Router) complete() {
 			continue
 		}
 		r.bufferFull = false // a produce that finished left the client's buffer
-		if kafka.TooLarge(c.err) && !f.solo && !p.gone {
+		if refusesRecord(c.err) && !f.solo && !p.gone {
+			// A broker refuses a whole batch for one record too large or
+			// invalid; the others of the batch were refused with it.
 			f.solo = true
 			r.queue(t, f, true)
 			continue
