@@ -193,22 +193,49 @@ func (r *Reader) rounds(ctx context.Context) {
 func (r *Reader) round(ctx context.Context) error {
 	var ends map[int32]int64
 	var err error
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	if time.Since(r.partitionsChecked) >= partitionsEvery {
-		ends, err = r.checkPartitions(ctx)
+		ends, err = r.checkPartitions(lctx)
 	} else {
-		ends, err = r.endOffsets(ctx)
+		ends, err = r.endOffsets(lctx)
 	}
+	cancel()
 	if err != nil {
 		return err
 	}
+	if r.reached(ends) {
+		return nil // the common case: nothing new to read
+	}
+	// The fetches may not get there (a partition without a leader, a
+	// broker that does not answer): say so while every due deadline waits.
+	start := time.Now()
+	warn := time.NewTicker(stallWarn)
+	defer warn.Stop()
 	for !r.reached(ends) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.progress:
+		case <-warn.C:
+			r.cfg.Logger.Warn("the cancellations are not read up to their end; forwarding waits", "topic", r.cfg.Topic,
+				"waited", time.Since(start).Round(time.Second), "behind", r.behind(ends))
 		}
 	}
 	return nil
+}
+
+// behind returns the partitions whose position is short of ends, and by
+// how many offsets.
+func (r *Reader) behind(ends map[int32]int64) map[int32]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[int32]int64)
+	for p, end := range ends {
+		if r.pos[p] < end {
+			out[p] = end - r.pos[p]
+		}
+	}
+	return out
 }
 
 // endOffsets lists the last stable offset of every partition being read, in

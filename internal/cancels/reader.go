@@ -44,6 +44,13 @@ const (
 	// partitionsEvery is how often a round looks for partitions added to
 	// the topic; the other rounds list the end offsets of those known.
 	partitionsEvery = 10 * time.Second
+	// listTimeout bounds one listing of the end offsets: franz-go retries a
+	// retriable answer (NOT_LEADER_OR_FOLLOWER, a broker that does not
+	// answer) for up to 30 s by itself, while every due deadline waits.
+	listTimeout = 5 * time.Second
+	// stallWarn is how long a round waits for the positions to reach the
+	// end offsets before it says so, and how often it says so again.
+	stallWarn = 5 * time.Second
 )
 
 // ReaderConfig configures a Reader.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/hostile"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -335,4 +337,44 @@ func TestReaderFetchErrorBacksOff(t *testing.T) {
 	if _, ok, err := b.r.Lookup("after"); !ok || err != nil {
 		t.Errorf("the cancellation produced once the fetches were answered again: found %v, %v", ok, err)
 	}
+}
+
+// TestReaderReportsStall: the end offsets of the topic cannot be listed
+// (NOT_LEADER_OR_FOLLOWER for every request, a partition without a
+// leader). Every due deadline waits for the reader meanwhile, so the
+// reader must say so within seconds; franz-go retries that answer by itself
+// for 30 s, and the reader logged nothing until then.
+func TestReaderReportsStall(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var logs syncbuf.Buffer
+	store, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := NewReader(ReaderConfig{Topic: testTopic, Kafka: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, MaxDelay: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	b := &readerBundle{r: r}
+	b.cover(t)
+	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListOffsets}, Topic: testTopic, Err: kerr.NotLeaderForPartition, Count: -1})
+	defer fault.Remove()
+	from := time.Now()
+	r.Want(from)
+	poll.Until(t, 12*time.Second, "a warning that forwarding waits", func() bool {
+		return strings.Contains(logs.String(), "forwarding waits")
+	}, func() string {
+		return fmt.Sprintf("%d ListOffsets answered NOT_LEADER_OR_FOLLOWER; logs: %q", fault.Hits(), logs.String())
+	})
+	t.Logf("warned %v after the reader was asked to cover", time.Since(from).Round(time.Millisecond))
 }

@@ -55,6 +55,7 @@ func (r *Router) cleared(e *entry) bool {
 	e.state = stateGated
 	e.part.producing++
 	r.gated = append(r.gated, e)
+	r.stats.gated.Store(int64(len(r.gated)))
 	r.cancels.Want(e.meta.Due)
 	return false
 }
@@ -77,6 +78,7 @@ func (r *Router) ungate() {
 	}
 	clear(r.gated[len(keep):])
 	r.gated = keep
+	r.stats.gated.Store(int64(len(r.gated)))
 	now := r.clock.Now()
 	for _, e := range ready {
 		e.part.producing--

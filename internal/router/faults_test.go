@@ -179,3 +179,24 @@ func TestInvalidRecordBatchNotDeadLettered(t *testing.T) {
 			st.DeadLettered-before.DeadLettered, st.Forwarded-before.Forwarded, n)
 	}
 }
+
+// TestGatedRecordsGauge: while the cancellations reader cannot list the end
+// of its topic, every due deadline waits for it and nothing is forwarded;
+// tier_overrun and forward_lateness are observed only once a record moves
+// on, so hourglass_router_gated_records must show the waiting records.
+func TestGatedRecordsGauge(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListOffsets}, Topic: b.cfg.Cancellations, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	defer fault.Remove()
+	b.clock.Advance(time.Second) // past what the reader has covered
+	b.produceRec(t, delayRecord(tiers.Topic(b.cfg.Prefix, 30*time.Second), "gated", t0, b.clock.Now()))
+	// What hourglass_router_gated_records reads.
+	gauge := func() int64 { return b.router.stats.gated.Load() }
+	poll.Until(t, 10*time.Second, "hourglass_router_gated_records at 1", func() bool { return gauge() == 1 },
+		func() string { return fmt.Sprintf("gauge %v, stats %+v", gauge(), b.router.Stats()) })
+	fault.Remove()
+	b.read(t, b.cfg.Target, "gated", 1)
+	poll.Until(t, 10*time.Second, "hourglass_router_gated_records back at 0", func() bool { return gauge() == 0 }, nil)
+}

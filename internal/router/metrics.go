@@ -72,6 +72,8 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 			Help: "Held records put back into Kafka at a revoke or a stop."}, load(&st.handedOff)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
 			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}, load(&st.timer)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "gated_records",
+			Help: "Due records waiting for the cancellations reader to read up to their due time; above 0 for long, nothing is forwarded."}, load(&st.gated)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
 			Help: "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes."}, load(&st.paused)),
 	)

@@ -14,6 +14,7 @@ type stats struct {
 	queued                          atomic.Int64 // produces waiting for room at their target now
 	deadLetterRetries               atomic.Int64
 	held                            atomic.Int64 // records waiting out their tier or in the timer now
+	gated                           atomic.Int64 // due records waiting for the cancellations reader now
 }
 
 // Stats are the router's counters since it started.
