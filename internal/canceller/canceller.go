@@ -17,6 +17,7 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/consumer"
+	"github.com/hourglass/hourglass/internal/kafka"
 )
 
 // Canceller consumes due tasks and closes them. Create one with New and
@@ -30,6 +31,7 @@ type Canceller struct {
 	limit    *rate.Limiter
 	cl       *kgo.Client
 	member   *consumer.Member
+	repurge  *kafka.Repurger // purges topics created again from the producer
 
 	mu           sync.Mutex // guards the fields below
 	parts        map[tp]*partition
@@ -172,6 +174,7 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		return nil, fmt.Errorf("canceller: %w", err)
 	}
 	c.member, c.cl = member, member.Client()
+	c.repurge = kafka.NewRepurger(c.cl)
 	return c, nil
 }
 

@@ -2,6 +2,7 @@ package cancels
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -31,10 +32,18 @@ func (r *Reader) consume(ctx context.Context) error {
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
+		var recreated error
 		fs.EachError(func(topic string, p int32, err error) {
 			if b := kafka.SkipBatch(r.cl, err); b != nil {
 				r.skipped(b)
 				return
+			}
+			if errors.Is(err, kerr.UnknownTopicID) && recreated == nil {
+				// The topic was deleted and created again: the client
+				// would never read the new one, and the rounds would
+				// cover nothing it holds. A restart reads it from its
+				// start (see start).
+				recreated = kafka.RecreatedConsumed(topic, err)
 			}
 			if wait := backoff.Failed(topic, p); wait > 0 || topic == "" {
 				r.cfg.Logger.Warn("fetching cancellations failed; trying again", "topic", topic, "partition", p, "in", wait, "err", err)
@@ -47,6 +56,9 @@ func (r *Reader) consume(ctx context.Context) error {
 		})
 		if err := r.apply(fs); err != nil {
 			return err
+		}
+		if recreated != nil {
+			return fmt.Errorf("cancels: %w", recreated)
 		}
 		r.applied.Add(int64(fs.NumRecords()))
 		if time.Since(last) >= progressEvery && r.covered.Load() == 0 {

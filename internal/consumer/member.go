@@ -327,11 +327,12 @@ func (m *Member) Lost(lost map[string][]int32) {
 
 // FetchErrors handles a poll's errors: a batch too large to decompress, or
 // malformed, is skipped and handed to skipped (see TakeSkipped); the fencing
-// of the member's instance id by another member is returned, and the
-// service must stop; other errors are logged (a canceled poll's are not)
-// and their partition is paused for a backoff (kafka.FetchBackoff): the
-// client would fetch it again at once, and the poll would return the error
-// again at once.
+// of the member's instance id by another member, or a consumed topic
+// deleted and created again (which the client would never read), is
+// returned, and the service must stop; other errors are logged (a canceled
+// poll's are not) and their partition is paused for a backoff
+// (kafka.FetchBackoff): the client would fetch it again at once, and the
+// poll would return the error again at once.
 func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooLarge)) error {
 	var fatal error
 	fs.EachError(func(topic string, partition int32, err error) {
@@ -341,6 +342,12 @@ func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooL
 		case errors.Is(err, kerr.FencedInstanceID):
 			if fatal == nil {
 				fatal = fmt.Errorf("--instance-id %s: another member of group %s runs with this id: %w", m.cfg.Group.InstanceID, m.cfg.Group.Name, err)
+			}
+		case errors.Is(err, kerr.UnknownTopicID) && topic != "":
+			// The topic was deleted and created again: the client keeps
+			// fetching the old id, and would never read the new topic.
+			if fatal == nil {
+				fatal = kafka.RecreatedConsumed(topic, err)
 			}
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		default:

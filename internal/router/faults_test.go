@@ -3,6 +3,9 @@ package router
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,4 +202,96 @@ func TestGatedRecordsGauge(t *testing.T) {
 	fault.Remove()
 	b.read(t, b.cfg.Target, "gated", 1)
 	poll.Until(t, 10*time.Second, "hourglass_router_gated_records back at 0", func() bool { return gauge() == 0 }, nil)
+}
+
+// recreateTopic deletes topic and creates it again, with one partition.
+func recreateTopic(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, topic+" deleted", func() bool { return cluster.TopicInfo(topic) == nil }, nil)
+	if resp, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create %s again: %v %v", topic, err, resp.Err)
+	}
+}
+
+// TestTargetCreatedAgain: the target topic is deleted and created again
+// under the router, which has produced to it. franz-go never adopts the
+// new topic's id by itself: its produces fail with UNKNOWN_TOPIC_ID until
+// the topic is purged from the client. The deadlines due after the
+// re-creation must reach the new topic, not be retried forever.
+func TestTargetCreatedAgain(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	recreateTopic(t, b.cl, b.cfg.Target)
+	before := b.router.Stats()
+	// A new client to produce: ours knows the old id too.
+	cl, err := kgo.NewClient(seeds, kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), delayRecord(topic, "after", t0, t0.Add(-time.Second))).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Retries, if any, wait with the clock.
+	poll.Until(t, 20*time.Second, "the forward to the target created again", func() bool {
+		if s := b.router.Stats(); s.Forwarded > before.Forwarded || s.DeadLettered > before.DeadLettered {
+			return true
+		}
+		b.clock.Advance(time.Second)
+		return false
+	}, func() string { return fmt.Sprintf("stats %+v", b.router.Stats()) })
+	if st := b.router.Stats(); st.DeadLettered != before.DeadLettered {
+		t.Errorf("the deadline was dead-lettered (%+v)", st)
+	}
+	b.read(t, b.cfg.Target, "after", 1)
+}
+
+// TestDelayTopicCreatedAgain: a delay topic is deleted and created again
+// under the router. Its client would fetch the old topic's id forever and
+// never read a deadline produced to the new topic: the router must stop
+// with an error naming the topic (a restart reads the new topic), not run
+// on, ready, reading nothing.
+func TestDelayTopicCreatedAgain(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	prefix := "t" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."
+	cfg := Config{Tiers: table, Prefix: prefix, Group: prefix + "router"}.WithDefaults()
+	cl, err := kgo.NewClient(seeds, kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := tiers.Topic(prefix, 30*time.Second)
+	for _, tp := range []string{topic, cfg.Target, cfg.DeadLetter, cfg.Cancellations, cfg.Outcomes} {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: tp, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("0")}}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := New(cfg, Options{Kafka: []kgo.Opt{seeds}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	poll.Until(t, 10*time.Second, "the seed record forwarded", func() bool { return r.Stats().Forwarded >= 1 }, nil)
+	recreateTopic(t, cl, topic)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), topic) {
+			t.Errorf("Run returned %v, want an error naming %s", err, topic)
+		}
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("the router ran on for 30s after %s was created again, reading nothing from it", topic)
+	}
 }

@@ -188,6 +188,9 @@ func (r *Router) complete() {
 			r.release(e)
 			continue
 		}
+		if kafka.Recreated(c.err) {
+			r.recreated(f.out.Topic, c.err)
+		}
 		if c.err != nil && !r.produceFailed(f, c.err) {
 			continue
 		}
@@ -225,13 +228,30 @@ func (r *Router) produceFailed(f *flight, err error) bool {
 	case kindDeadLetter:
 		r.deadLetterFailed(e, err)
 	default:
-		if r.own(f.out.Topic) && !refusesRecord(err) {
+		if (r.own(f.out.Topic) || kafka.Recreated(err)) && !refusesRecord(err) {
 			r.produceLater(f, err)
 			break
 		}
 		r.deadLetter(e, fmt.Errorf("%s: %s to %s: %w", reasonProduceFailed, f.kind, f.out.Topic, err))
 	}
 	return false
+}
+
+// recreated handles a produce to topic refused because the topic was
+// deleted and created again under the router: a delay topic, which the
+// router also reads and would never read again, stops the router (a
+// restart reads the new topic); any other is purged from the producer, so
+// that the produce tried again goes to the new topic.
+func (r *Router) recreated(topic string, err error) {
+	if _, delay := r.tierOf[topic]; delay {
+		if r.fatal == nil {
+			r.fatal = kafka.RecreatedConsumed(topic, err)
+		}
+		return
+	}
+	if r.repurge.Purge(topic) {
+		r.log.Warn("topic deleted and created again; producing to the new topic", "to", topic)
+	}
 }
 
 // own reports whether topic is one of the router's own topics, which exist

@@ -15,6 +15,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cancels"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/consumer"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -44,7 +45,8 @@ type Router struct {
 	timerBytes int
 	checked    map[string]string // target topic -> why it is refused ("" allowed)
 	gated      []*entry          // due, waiting for the cancellations reader (see cleared)
-	fatal      error             // stops the router: another member took its instance id
+	fatal      error             // stops the router: another member took its instance id, a consumed topic was created again
+	repurge    *kafka.Repurger   // purges topics created again from the producer
 
 	// Channels into the loop.
 	fetches  chan polled
@@ -137,6 +139,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	r.member, r.cl = member, member.Client()
+	r.repurge = kafka.NewRepurger(r.cl)
 	return r, nil
 }
 
