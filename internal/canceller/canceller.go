@@ -168,7 +168,7 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		// A revoke waits for the closes running, each bounded by
 		// CloseTimeout, which ShutdownTimeout covers.
 		RevokeTimeout: cfg.ShutdownTimeout, Release: c.letGo,
-		Clock: c.clock, Logger: c.log,
+		Clock: c.clock, Logger: c.log, Registerer: o.Registerer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("canceller: %w", err)

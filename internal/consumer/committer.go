@@ -13,6 +13,12 @@ import (
 // DefaultCommitTimeout bounds one commit of a committer.
 const DefaultCommitTimeout = 10 * time.Second
 
+// maxCommitBackoff bounds the wait after commits that failed in a row: the
+// wait doubles from Interval with each failure, so that a commit the group
+// refuses for good (an ACL the member lacks) is not tried, and logged, 20
+// times a second.
+const maxCommitBackoff = 5 * time.Second
+
 // committer commits a consumer group's watermarks soon after they advance:
 // Notify says a watermark moved, and Run commits what Source returns, at
 // most one commit at a time and at most one per Interval. A crash therefore
@@ -75,17 +81,23 @@ func (c *committer) Notify() {
 }
 
 // Run commits after each Notify, spaced by Interval, until ctx is done. A
-// commit that fails is tried again after Interval.
+// commit that fails is tried again after Interval, doubled for each
+// failure in a row up to maxCommitBackoff.
 func (c *committer) Run(ctx context.Context) {
 	c.init()
 	var last time.Time
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.kick:
 		}
-		if wait := c.Interval - c.Clock.Now().Sub(last); !last.IsZero() && wait > 0 {
+		space := c.Interval
+		if failures > 0 {
+			space = min(c.Interval<<min(failures, 16), max(maxCommitBackoff, c.Interval))
+		}
+		if wait := space - c.Clock.Now().Sub(last); !last.IsZero() && wait > 0 {
 			t := c.Clock.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -96,8 +108,11 @@ func (c *committer) Run(ctx context.Context) {
 		}
 		last = c.Clock.Now()
 		if err := c.Do(c.Source); err != nil {
+			failures++
 			c.OnError(err)
-			c.Notify() // try again after Interval
+			c.Notify() // try again after the backoff
+		} else {
+			failures = 0
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -57,6 +58,9 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives warnings about commits; default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the member's series
+	// (hourglass_consumer_commit_failures_total); default none.
+	Registerer prometheus.Registerer
 }
 
 // Member is a commit-safe member of a consumer group: it commits, for each
@@ -143,9 +147,21 @@ func New(cfg Config) (*Member, error) {
 	}
 	m.cl = cl
 	m.backoff = kafka.NewFetchBackoff(cl)
+	failures := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hourglass", Subsystem: "consumer", Name: "commit_failures_total",
+		Help:        "Commits of the group's offsets that failed (tried again with backoff); while they fail, a restart or a rebalance reads again everything since the last commit.",
+		ConstLabels: prometheus.Labels{"group": cfg.Group.Name}})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(failures); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("consumer: register metrics: %w", err)
+		}
+	}
 	m.comm = &committer{
 		Client: cl, Source: m.watermarks, Interval: cfg.CommitInterval, Timeout: cfg.CommitTimeout, Clock: cfg.Clock,
-		OnError: func(err error) { m.log.Warn("commit failed; retrying", "err", err) },
+		OnError: func(err error) {
+			failures.Inc()
+			m.log.Warn("commit failed; retrying", "err", err)
+		},
 	}
 	return m, nil
 }

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
@@ -315,4 +317,49 @@ func TestNewNeedsGroup(t *testing.T) {
 	if _, err := New(Config{Group: Group{Topics: []string{"t"}}}); err == nil {
 		t.Error("New without a group name: no error")
 	}
+}
+
+// TestCommitFailuresBackOff: the group refuses every commit (an ACL the
+// member lacks): the member tries again with a backoff doubling from the
+// commit interval, not every interval (20 commits and log lines a
+// second, for good), counts the failures in
+// hourglass_consumer_commit_failures_total, and commits once the broker
+// takes commits again.
+func TestCommitFailuresBackOff(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := setup(t, 1, Config{Registerer: reg}, nil)
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: b.group, Err: kerr.GroupAuthorizationFailed, Count: -1})
+	defer fault.Remove()
+	b.m.Start()
+	defer b.m.Close(t.Context())
+	b.m.Done(b.marks[0])
+	if err := fault.Wait(testCtx(t), 1); err != nil {
+		t.Fatalf("no commit: %v", err)
+	}
+	from, hits := time.Now(), fault.Hits()
+	poll.Until(t, testTimeout, "three seconds", func() bool { return time.Since(from) >= 3*time.Second }, nil)
+	// 50 ms doubling: about six in three seconds; every 50 ms, sixty.
+	if n := fault.Hits() - hits; n > 12 {
+		t.Errorf("%d commits refused in %v: no backoff", n, time.Since(from).Round(time.Millisecond))
+	}
+	// Every refused commit is counted, with the group's label.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted float64
+	for _, mf := range mfs {
+		if mf.GetName() == "hourglass_consumer_commit_failures_total" {
+			for _, m := range mf.GetMetric() {
+				if m.GetLabel()[0].GetValue() == b.group {
+					counted = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if total := float64(fault.Hits()); counted < 1 || counted > total {
+		t.Errorf("hourglass_consumer_commit_failures_total{group=%q} = %v; want 1 to %v (the commits refused)", b.group, counted, total)
+	}
+	fault.Remove()
+	b.waitCommitted(t, 1)
 }

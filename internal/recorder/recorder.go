@@ -97,7 +97,7 @@ func New(cfg Config, o Options) (*Recorder, error) {
 	}
 	member, err := consumer.New(consumer.Config{
 		Group: consumer.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout},
-		Kafka: o.Kafka, Opts: opts, CommitTimeout: cfg.InsertTimeout, Clock: r.clock, Logger: r.log,
+		Kafka: o.Kafka, Opts: opts, CommitTimeout: cfg.InsertTimeout, Clock: r.clock, Logger: r.log, Registerer: o.Registerer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recorder: %w", err)

@@ -295,3 +295,32 @@ func TestDelayTopicCreatedAgain(t *testing.T) {
 		t.Fatalf("the router ran on for 30s after %s was created again, reading nothing from it", topic)
 	}
 }
+
+// TestStalledGauge: the target's leader cannot take produces (a retriable
+// error, which the client retries by itself without a word): the due
+// deadline is held, produced and not acknowledged, and
+// hourglass_router_stalled_seconds grows with the time it has waited, so
+// that an alert sees a router that forwards nothing; it is 0 again once
+// the produce is acknowledged.
+func TestStalledGauge(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	stalled := func() float64 { return b.router.stats.stalled(b.clock.Now()) }
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.cfg.Target, Err: kerr.NotLeaderForPartition, Count: -1})
+	defer fault.Remove()
+	b.produceRec(t, delayRecord(tiers.Topic(b.cfg.Prefix, 30*time.Second), "stalled", t0, t0.Add(-time.Second)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fault.Wait(ctx, 1); err != nil {
+		t.Fatalf("no produce to the target: %v", err)
+	}
+	b.clock.Advance(2 * time.Minute)
+	if got := stalled(); got < 120 {
+		t.Errorf("stalled %vs after two minutes without an acknowledgement; want at least 120", got)
+	}
+	fault.Remove()
+	b.read(t, b.cfg.Target, "stalled", 1)
+	poll.Until(t, 10*time.Second, "the stalled gauge back at 0", func() bool { return stalled() == 0 },
+		func() string { return fmt.Sprintf("stalled %vs", stalled()) })
+}

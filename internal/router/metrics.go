@@ -38,7 +38,7 @@ func (m *metrics) hop(from, to time.Duration) prometheus.Counter {
 	return c
 }
 
-func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metrics {
+func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats, now func() time.Time) *metrics {
 	const ns, sub = "hourglass", "router"
 	m := &metrics{
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwarded_total",
@@ -61,22 +61,8 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats) *metric
 			Help: "Records of the cancellations topic that break the contract, not applied (the log names each one's offset and reason)."}),
 		hops: make(map[[2]time.Duration]prometheus.Counter),
 	}
-	reg.MustRegister(m.cancelled, m.invalidCancellations, m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held,
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
-			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}, load(&st.deadLetterRetries)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_bytes",
-			Help: "Bytes of the records the router holds: waiting, in the timer, or being produced onward."}, load(&st.heldBytes)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "produce_waiting_records",
-			Help: "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight."}, load(&st.queued)),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
-			Help: "Held records put back into Kafka at a revoke or a stop."}, load(&st.handedOff)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
-			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}, load(&st.timer)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "gated_records",
-			Help: "Due records waiting for the cancellations reader to read up to their due time; above 0 for long, nothing is forwarded."}, load(&st.gated)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
-			Help: "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes."}, load(&st.paused)),
-	)
+	reg.MustRegister(m.cancelled, m.invalidCancellations, m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held)
+	registerStats(reg, st, now)
 	// Start every tier's series at zero, so that rates and alerts see them
 	// before the first event.
 	for _, d := range table.Durations() {
@@ -106,3 +92,27 @@ func (m *metrics) registerStore(reg prometheus.Registerer, store *cancels.Store)
 }
 
 func load(v *atomic.Int64) func() float64 { return func() float64 { return float64(v.Load()) } }
+
+// registerStats registers the series that read the router's stats.
+func registerStats(reg prometheus.Registerer, st *stats, now func() time.Time) {
+	const ns, sub = "hourglass", "router"
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
+			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}, load(&st.deadLetterRetries)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_bytes",
+			Help: "Bytes of the records the router holds: waiting, in the timer, or being produced onward."}, load(&st.heldBytes)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "produce_waiting_records",
+			Help: "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight."}, load(&st.queued)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
+			Help: "Held records put back into Kafka at a revoke or a stop."}, load(&st.handedOff)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
+			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}, load(&st.timer)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "gated_records",
+			Help: "Due records waiting for the cancellations reader to read up to their due time; above 0 for long, nothing is forwarded."}, load(&st.gated)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "stalled_seconds",
+			Help: "How long the router has held due records (waiting for the cancellations reader, produced onward and not acknowledged, or waiting for room) without any produce acknowledged; 0 while it holds none. It grows while the brokers or the cancellations reader hold up every forward."},
+			func() float64 { return st.stalled(now()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
+			Help: "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes."}, load(&st.paused)),
+	)
+}

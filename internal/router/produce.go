@@ -158,6 +158,7 @@ func (r *Router) complete() {
 	done := r.done
 	r.done = nil
 	r.mu.Unlock()
+	r.noteAcks(done)
 	var finished []consumer.Mark
 	for _, c := range done {
 		f, e := c.f, c.f.e
@@ -188,9 +189,6 @@ func (r *Router) complete() {
 			r.release(e)
 			continue
 		}
-		if kafka.Recreated(c.err) {
-			r.recreated(f.out.Topic, c.err)
-		}
 		if c.err != nil && !r.produceFailed(f, c.err) {
 			continue
 		}
@@ -214,12 +212,26 @@ func (r *Router) complete() {
 	}
 }
 
+// noteAcks notes the time of the acknowledgements among done, for the
+// stalled gauge (stats.stalled).
+func (r *Router) noteAcks(done []completion) {
+	for _, c := range done {
+		if c.err == nil {
+			r.stats.lastAck.Store(r.clock.Now().UnixNano())
+			return
+		}
+	}
+}
+
 // produceFailed handles a produce of f that failed for good: a dead letter
 // is tried again, any other record is dead-lettered. It reports whether f's
 // entry is done all the same: when the outcome event of a cancelled deadline
 // is lost, the deadline stays cancelled.
 func (r *Router) produceFailed(f *flight, err error) bool {
 	e := f.e
+	if kafka.Recreated(err) {
+		r.recreated(f.out.Topic, err)
+	}
 	switch f.kind {
 	case kindCancelled:
 		r.log.Error("producing the outcome of a cancelled deadline failed", "topic", e.rec.Topic, "partition", e.rec.Partition,

@@ -113,7 +113,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		doneSig:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
-	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats)
+	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats, r.clock.Now)
 	store, rd, err := openCancellations(cfg, o, r.metrics.invalidCancellations)
 	if err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		Group: consumer.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
 		Kafka: o.Kafka, Opts: opts,
 		CommitInterval: cfg.CommitInterval, RevokeTimeout: cfg.RevokeTimeout, Release: r.letGo,
-		Clock: r.clock, Logger: r.log,
+		Clock: r.clock, Logger: r.log, Registerer: o.Registerer,
 	})
 	if err != nil {
 		store.Close()
@@ -247,6 +247,7 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 		}
 		r.sendWaiting()
 		pending = r.answerRevokes(pending, false)
+		r.noteBusy()
 		if r.fatal != nil {
 			r.shutdown(stopPolling, pending)
 			return r.fatal
@@ -314,6 +315,17 @@ wait:
 		revokes = r.answerRevokes(revokes, false)
 	}
 	r.answerRevokes(revokes, true)
+}
+
+// noteBusy notes when the router goes from holding no due record to
+// holding some, for the stalled gauge (stats.stalled).
+func (r *Router) noteBusy() {
+	switch busy := r.sent > 0 || len(r.gated) > 0 || len(r.waitingFor) > 0; {
+	case !busy:
+		r.stats.busySince.Store(0)
+	case r.stats.busySince.Load() == 0:
+		r.stats.busySince.Store(r.clock.Now().UnixNano())
+	}
 }
 
 // producing counts the entries being produced onward.

@@ -1,6 +1,9 @@
 package router
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // stats are the router's counters; Stats and the unlabelled Prometheus
 // series read them. The loop goroutine writes them.
@@ -15,6 +18,22 @@ type stats struct {
 	deadLetterRetries               atomic.Int64
 	held                            atomic.Int64 // records waiting out their tier or in the timer now
 	gated                           atomic.Int64 // due records waiting for the cancellations reader now
+	// busySince is when the router last went from holding no due record
+	// (gated, produced and not acknowledged, or waiting for room) to
+	// holding some, and lastAck when a produce was last acknowledged; unix
+	// ns, busySince 0 while it holds none. See stalled.
+	busySince, lastAck atomic.Int64
+}
+
+// stalled returns how long, at now, the router has held due records
+// without a produce acknowledged, in seconds; 0 while it holds none.
+func (s *stats) stalled(now time.Time) float64 {
+	since := s.busySince.Load()
+	if since == 0 {
+		return 0
+	}
+	since = max(since, s.lastAck.Load())
+	return max(now.Sub(time.Unix(0, since)).Seconds(), 0)
 }
 
 // Stats are the router's counters since it started.
