@@ -86,6 +86,10 @@ type Store struct {
 
 	n    atomic.Int64 // cancellations held
 	keys sync.Pool    // *[]byte: key buffers of Lookup
+
+	// failed holds the first error that broke the store (see fail); nil
+	// while it is healthy.
+	failed atomic.Pointer[error]
 }
 
 // entry is what Commit knows of a task id: whether it has a cancellation,
@@ -126,7 +130,7 @@ func Open(o Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(s.dir, pebbleOptions(cache, s.dir))
+	db, err := pebble.Open(s.dir, pebbleOptions(cache, s.dir, s.fail))
 	if err != nil {
 		s.removeTemp()
 		return nil, fmt.Errorf("cancels: open pebble in %s: %w", s.dir, err)
@@ -141,10 +145,22 @@ func Open(o Options) (*Store, error) {
 }
 
 // pebbleOptions tunes Pebble for a flat footprint: the store may hold
-// millions of cancellations, and its memory must not grow with them.
-func pebbleOptions(cache *pebble.Cache, dir string) *pebble.Options {
+// millions of cancellations, and its memory must not grow with them. fail is
+// told of the errors that break the store: a flush or compaction that
+// failed (the directory was removed, the volume is full or read-only), or a
+// table found missing or corrupt.
+func pebbleOptions(cache *pebble.Cache, dir string, fail func(error)) *pebble.Options {
 	o := &pebble.Options{
 		Logger: pebbleLogger{dir: dir},
+		// Pebble's defaults log each failed flush attempt (it tries again
+		// at once, without end: millions of lines a minute) and panic on a
+		// corrupt or missing table. The store is a copy of the topic: it
+		// fails instead (see Store.fail), its writes return the error, and
+		// the router stops in order; a restart rebuilds it.
+		EventListener: &pebble.EventListener{
+			BackgroundError: fail,
+			DataCorruption:  func(info pebble.DataCorruptionInfo) { fail(info.Details) },
+		},
 		// The block cache bounds the memory of blocks read, and Pebble
 		// reserves the memtables out of it too.
 		Cache: cache,
@@ -254,7 +270,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	var err error
-	if !s.temp {
+	// A broken store is not flushed: the flush would fail again, or wait
+	// for ever for one that does. The topic is the source of truth.
+	if !s.temp && s.Err() == nil {
 		if ferr := s.db.Flush(); ferr != nil {
 			err = fmt.Errorf("cancels: flush %s: %w", s.dir, ferr)
 		}
@@ -286,6 +304,7 @@ func (s *Store) Lookup(id string) (tiers.Cancellation, bool, error) {
 		return tiers.Cancellation{}, false, nil
 	}
 	if err != nil {
+		s.fail(err)
 		return tiers.Cancellation{}, false, fmt.Errorf("cancels: look up %q: %w", id, err)
 	}
 	c, _, err := decodeValue(v)

@@ -74,6 +74,9 @@ func (b *Batch) Commit() error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.broken(); err != nil {
+		return err
+	}
 	pb := s.db.NewBatch()
 	defer pb.Close()
 	delta, err := s.fill(pb, b.ops)
@@ -206,6 +209,9 @@ func (s *Store) sweepChunk(from, upper []byte) (deleted int, next []byte, err er
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.broken(); err != nil {
+		return 0, nil, err
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper})
 	if err != nil {
 		return 0, nil, err
@@ -258,6 +264,9 @@ func (s *Store) Reset() error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.broken(); err != nil {
+		return err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	// Range deletions: Pebble drops the tables they cover whole, in the

@@ -91,6 +91,19 @@ func (r *Router) ungate() {
 	}
 }
 
+// dropGated lets go of every gated entry, uncommitted: the cancellations
+// reader has stopped, so none can be checked any more, and the partition's
+// next owner reads them again.
+func (r *Router) dropGated() {
+	for _, e := range r.gated {
+		e.part.producing--
+		r.release(e)
+	}
+	clear(r.gated)
+	r.gated = r.gated[:0]
+	r.stats.gated.Store(0)
+}
+
 // cancelled reports whether a cancellation of e's task covers it and, if
 // one does, drops e: its outcome event goes to the outcomes topic.
 func (r *Router) cancelled(e *entry, now time.Time) bool {

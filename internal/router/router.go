@@ -244,6 +244,10 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 			if r.fatal == nil {
 				r.fatal = fmt.Errorf("router: cancellations stopped: %w", err)
 			}
+			// Nothing clears the gated entries any more: let go of them
+			// now, uncommitted, instead of holding the stop for its whole
+			// timeout.
+			r.dropGated()
 		}
 		r.sendWaiting()
 		pending = r.answerRevokes(pending, false)
