@@ -1,8 +1,13 @@
 package cancels
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -475,5 +480,95 @@ func TestValueCodec(t *testing.T) {
 	}
 	if _, _, err := decodeValue([]byte{2, 0, 0}); err == nil {
 		t.Error("decodeValue with an unknown flag found no error")
+	}
+}
+
+// TestOpenRemovesStaleTemp: a temporary store is left behind when its
+// process is killed (Close never runs); the next Open of a temporary store
+// removes those of processes that are gone, and keeps those of processes
+// that live (this one) and those whose lock is held.
+func TestOpenRemovesStaleTemp(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	// A process that has exited: its id is free (reused this soon only by
+	// chance, which keeps its directory: the safe side).
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, tempPrefix+strconv.Itoa(gone.Process.Pid)+"-1")
+	live := filepath.Join(tmp, tempPrefix+strconv.Itoa(os.Getpid())+"-1")
+	other := filepath.Join(tmp, "unrelated")
+	for _, d := range []string{stale, live, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A stale name whose store is open (another PID namespace sharing the
+	// directory looks like this): its lock is held.
+	heldDir := filepath.Join(tmp, tempPrefix+strconv.Itoa(gone.Process.Pid)+"-2")
+	held, err := Open(Options{Dir: heldDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	s, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the store of a process that is gone is still there (%v)", err)
+	}
+	for _, d := range []string{live, other, heldDir, s.dir} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
+
+// TestOpenDirInUse: a store on a directory another process has open (two
+// routers given one --cancellations-dir) fails with an error that says so.
+func TestOpenDirInUse(t *testing.T) {
+	if dir := os.Getenv("HOURGLASS_TEST_HOLD_STORE"); dir != "" {
+		// The other process: open the store, say so, and hold it until
+		// stdin closes.
+		s, err := Open(Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("open")
+		io.Copy(io.Discard, os.Stdin)
+		s.Close()
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenDirInUse$")
+	cmd.Env = append(os.Environ(), "HOURGLASS_TEST_HOLD_STORE="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "open\n" {
+		t.Fatalf("the other process did not open the store: %q, %v", line, err)
+	}
+	s, err := Open(Options{Dir: dir})
+	if err == nil {
+		s.Close()
+		t.Fatal("a second store opened a directory in use")
+	}
+	if !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("error %q does not say the directory is in use", err)
 	}
 }

@@ -24,6 +24,7 @@ func TestExitCode(t *testing.T) {
 		{"configuration", UsageError{errors.New("--partitions: 0: want 1 to 10000")}, 2,
 			"router: invalid configuration:\n--partitions: 0: want 1 to 10000\n"},
 		{"other", errors.New("dial: refused"), 1, "router: dial: refused\n"},
+		{"the service's own", errors.New("router: cancellations stopped: disk full"), 1, "router: cancellations stopped: disk full\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/hourglass/hourglass/internal/cli"
@@ -84,7 +85,13 @@ func exitCode(name string, err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: invalid configuration:\n%v\n", name, ue.Err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		// An error of the service's own package names it already
+		// ("router: ..."): the command's name is not written twice.
+		msg := err.Error()
+		if !strings.HasPrefix(msg, name+": ") {
+			msg = name + ": " + msg
+		}
+		fmt.Fprintln(stderr, msg)
 		return 1
 	}
 }

@@ -142,10 +142,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stopLag()
 		<-lagDone
 		log.Info("recorder stopped", "stats", fmt.Sprintf("%+v", rec.Stats()))
-		if err != nil {
-			return fmt.Errorf("recorder: %w", err)
-		}
-		return nil
+		return err
 	})
 	return g.Wait()
 }
