@@ -114,6 +114,9 @@ func (c *Canceller) take(closeCtx context.Context, r *kgo.Record, mark consumer.
 // close of the same task id.
 func (c *Canceller) dispatch(closeCtx context.Context, r *kgo.Record) {
 	mark := c.member.Take(r)
+	if mark.Handled() {
+		return // closed before the last assignment
+	}
 	c.mu.Lock()
 	j := c.take(closeCtx, r, mark)
 	key := string(r.Key)

@@ -13,6 +13,13 @@
 // fresh context bounded by Config.CommitTimeout, never a caller's context
 // that a stop, a revoke or a slow close may have used up.
 //
+// A record held for long (a deadline in the router's timer) holds the
+// watermark while the records after it are finished: each commit's
+// metadata also records which offsets above the watermark are finished
+// (handled.go), and after an assignment the member hands those back from
+// Take marked Handled, for the service to drop, so that a crash or a
+// rebalance does not repeat them.
+//
 // Rebalances: the group's client blocks rebalances while a poll's records
 // are being taken (kgo.BlockRebalanceOnPoll). At a revoke the member asks
 // the service to let go of the revoked partitions (Config.Release: finish,

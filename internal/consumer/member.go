@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/kafka"
@@ -82,8 +83,16 @@ type Member struct {
 	comm    *committer
 	backoff *kafka.FetchBackoff // paces partitions whose fetches fail
 
-	mu    sync.Mutex // guards parts and every partition's tracker
+	mu    sync.Mutex // guards parts, assigned and every partition's tracker
 	parts map[tp]*partition
+	// assigned holds the done offsets above the commit of partitions just
+	// assigned (see handled), until their first record is taken.
+	assigned map[tp]handled
+	// metaBits bounds the done offsets a commit records above its
+	// watermark: maxHandledBits, or 0 once the brokers refused the metadata
+	// as too large.
+	metaBits atomic.Int64
+	skipped  prometheus.Counter // records skipped as handled before
 
 	stopCommits context.CancelFunc
 	committing  sync.WaitGroup
@@ -100,15 +109,28 @@ type tp struct {
 type partition struct {
 	tp
 	track tracker
+	// handled are the offsets above the commit it was assigned with that
+	// were done before (a crash or a rebalance came first): Take skips
+	// them. hasHandled is false once the offsets taken are past them.
+	handled    handled
+	hasHandled bool
 }
 
 // Mark is a record taken from a partition, to finish with Member.Done. Its
 // zero value is no record: Done ignores it.
 type Mark struct {
-	p      *partition
-	offset int64
-	epoch  int // the tracker's epoch when the record was taken (see tracker.Stale)
+	p       *partition
+	offset  int64
+	epoch   int // the tracker's epoch when the record was taken (see tracker.Stale)
+	handled bool
 }
+
+// Handled reports that the record was done before its partition was
+// assigned to this member: the commit it was assigned with records it as
+// done above the committed offset (a crash or a rebalance came between the
+// record's work and the commit's reaching it). The service must drop it;
+// the member counts it done.
+func (k Mark) Handled() bool { return k.handled }
 
 // Offset returns the offset of the marked record.
 func (k Mark) Offset() int64 { return k.offset }
@@ -136,10 +158,15 @@ func New(cfg Config) (*Member, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Member{cfg: cfg, log: cfg.Logger, parts: make(map[tp]*partition)}
+	m := &Member{cfg: cfg, log: cfg.Logger, parts: make(map[tp]*partition), assigned: make(map[tp]handled)}
+	m.metaBits.Store(maxHandledBits)
 	opts := append([]kgo.Opt{
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) { m.Revoked(parts) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) { m.Lost(parts) }),
+		kgo.OnOffsetsFetched(func(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+			m.fetched(resp)
+			return nil
+		}),
 	}, cfg.Kafka...)
 	cl, err := cfg.Group.NewClient(append(opts, cfg.Opts...)...)
 	if err != nil {
@@ -147,20 +174,18 @@ func New(cfg Config) (*Member, error) {
 	}
 	m.cl = cl
 	m.backoff = kafka.NewFetchBackoff(cl)
-	failures := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hourglass", Subsystem: "consumer", Name: "commit_failures_total",
-		Help:        "Commits of the group's offsets that failed (tried again with backoff); while they fail, a restart or a rebalance reads again everything since the last commit.",
-		ConstLabels: prometheus.Labels{"group": cfg.Group.Name}})
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(failures); err != nil {
-			cl.Close()
-			return nil, fmt.Errorf("consumer: register metrics: %w", err)
-		}
+	failures, skipped, err := newMetrics(cfg.Registerer, cfg.Group.Name)
+	if err != nil {
+		cl.Close()
+		return nil, err
 	}
+	m.skipped = skipped
 	m.comm = &committer{
 		Client: cl, Source: m.watermarks, Interval: cfg.CommitInterval, Timeout: cfg.CommitTimeout, Clock: cfg.Clock,
 		OnError: func(err error) {
 			failures.Inc()
 			m.log.Warn("commit failed; retrying", "err", err)
+			m.metadataRefused(err)
 		},
 	}
 	return m, nil
@@ -191,7 +216,11 @@ func (m *Member) Close(ctx context.Context) {
 		m.stopCommits()
 		m.committing.Wait()
 	}
-	if err := m.Commit(); err != nil {
+	err := m.Commit()
+	if err != nil && m.metadataRefused(err) {
+		err = m.Commit() // again, without the metadata refused
+	}
+	if err != nil {
 		m.log.Warn("final commit failed; the records after the last commit will be read again", "err", err)
 	}
 	m.backoff.Close()
@@ -238,7 +267,20 @@ func (m *Member) take(topic string, id int32, offset int64) Mark {
 	p, ok := m.parts[k]
 	if !ok {
 		p = &partition{tp: k, track: newTracker()}
+		p.handled, p.hasHandled = m.assigned[k]
+		delete(m.assigned, k)
 		m.parts[k] = p
+	}
+	if p.hasHandled {
+		switch {
+		case p.handled.has(offset):
+			p.track.Add(offset)
+			p.track.Done(offset)
+			m.skipped.Inc()
+			return Mark{handled: true}
+		case p.handled.past(offset):
+			p.handled, p.hasHandled = handled{}, false
+		}
 	}
 	if p.track.Add(offset) {
 		m.log.Warn("partition reset to an earlier offset; records taken before from there up are forgotten", "topic", topic, "partition", id, "offset", offset)
@@ -276,19 +318,10 @@ func (m *Member) watermarks() commits {
 	defer m.mu.Unlock()
 	out := make(commits, 1)
 	for k, p := range m.parts {
-		out.add(k.topic, k.partition, &p.track)
+		out.add(k.topic, k.partition, &p.track, int(m.metaBits.Load()))
 	}
 	return out
 }
-
-// Pause pauses fetching partitions for the service (its own limits) until
-// Resume. A service pauses through the Member, not its client, so that a
-// partition paused by both the service and a fetch error's backoff is
-// fetched again only when both have let go of it.
-func (m *Member) Pause(parts map[string][]int32) { m.backoff.Pause(parts) }
-
-// Resume resumes partitions the service paused (see Pause).
-func (m *Member) Resume(parts map[string][]int32) { m.backoff.Resume(parts) }
 
 // forget drops parts and returns their watermarks.
 func (m *Member) forget(parts map[string][]int32) commits {
@@ -299,9 +332,10 @@ func (m *Member) forget(parts map[string][]int32) commits {
 	for topic, ps := range parts {
 		for _, id := range ps {
 			if p, ok := m.parts[tp{topic, id}]; ok {
-				out.add(topic, id, &p.track)
+				out.add(topic, id, &p.track, int(m.metaBits.Load()))
 				delete(m.parts, tp{topic, id})
 			}
+			delete(m.assigned, tp{topic, id})
 		}
 	}
 	return out
@@ -322,6 +356,7 @@ func (m *Member) Revoked(revoked map[string][]int32) {
 	m.cfg.Release(revoked, false, time.Now().Add(m.cfg.RevokeTimeout))
 	if err := m.comm.Do(func() commits { return m.forget(revoked) }); err != nil {
 		m.log.Warn("commit at revoke failed; the next owner reads the records after the last commit again", "err", err)
+		m.metadataRefused(err)
 	}
 }
 
@@ -339,40 +374,4 @@ func (m *Member) Lost(lost map[string][]int32) {
 		return nil
 	})
 	m.cfg.Release(lost, true, time.Now().Add(m.cfg.RevokeTimeout))
-}
-
-// FetchErrors handles a poll's errors: a batch too large to decompress, or
-// malformed, is skipped and handed to skipped (see TakeSkipped); the fencing
-// of the member's instance id by another member, or a consumed topic
-// deleted and created again (which the client would never read), is
-// returned, and the service must stop; other errors are logged (a canceled
-// poll's are not) and their partition is paused for a backoff
-// (kafka.FetchBackoff): the client would fetch it again at once, and the
-// poll would return the error again at once.
-func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooLarge)) error {
-	var fatal error
-	fs.EachError(func(topic string, partition int32, err error) {
-		switch tooLarge := kafka.SkipBatch(m.cl, err); {
-		case tooLarge != nil:
-			skipped(tooLarge)
-		case errors.Is(err, kerr.FencedInstanceID):
-			if fatal == nil {
-				fatal = fmt.Errorf("--instance-id %s: another member of group %s runs with this id: %w", m.cfg.Group.InstanceID, m.cfg.Group.Name, err)
-			}
-		case errors.Is(err, kerr.UnknownTopicID) && topic != "":
-			// The topic was deleted and created again: the client keeps
-			// fetching the old id, and would never read the new topic.
-			if fatal == nil {
-				fatal = kafka.RecreatedConsumed(topic, err)
-			}
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		default:
-			if wait := m.backoff.Failed(topic, partition); wait > 0 {
-				m.log.Warn("fetch failed; fetching the partition again after a backoff", "topic", topic, "partition", partition, "in", wait, "err", err)
-			} else if topic == "" {
-				m.log.Warn("fetch failed", "err", err)
-			}
-		}
-	})
-	return fatal
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -362,4 +364,85 @@ func TestCommitFailuresBackOff(t *testing.T) {
 	}
 	fault.Remove()
 	b.waitCommitted(t, 1)
+}
+
+// TestHandledAfterCrash: a member finishes every record but two (held, as
+// the router holds a deadline in its timer) and commits; it dies without
+// another commit. The next member of the group reads from the commit, at
+// the first held record, and the records done after it come back Handled,
+// to be skipped instead of repeated; the held ones come back to be done
+// again, and once they are the commit passes them all.
+func TestHandledAfterCrash(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := setup(t, 10, Config{Registerer: prometheus.NewRegistry()}, nil)
+	for i, k := range a.marks {
+		if i != 2 && i != 7 {
+			a.m.Done(k)
+		}
+	}
+	if err := a.m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.committed(t); got != 2 {
+		t.Fatalf("committed %d, want 2 (the first record held)", got)
+	}
+	a.m.Client().Close() // a crash: no final commit
+
+	b, err := New(Config{Group: Group{Name: a.group, Topics: []string{a.topic}}, Kafka: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)},
+		Logger: slog.New(slog.DiscardHandler), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Client().Close() })
+	ctx := testCtx(t)
+	var handled, again []int64
+	var marks []Mark
+	for len(handled)+len(again) < 8 && ctx.Err() == nil {
+		fs := b.Client().PollRecords(ctx, 10)
+		fs.EachRecord(func(r *kgo.Record) {
+			k := b.Take(r)
+			if k.Handled() {
+				handled = append(handled, r.Offset)
+				return
+			}
+			again = append(again, r.Offset)
+			marks = append(marks, k)
+		})
+		b.Client().AllowRebalance()
+	}
+	if want := []int64{3, 4, 5, 6, 8, 9}; !slices.Equal(handled, want) {
+		t.Errorf("handled %v, want %v", handled, want)
+	}
+	if want := []int64{2, 7}; !slices.Equal(again, want) {
+		t.Errorf("read again %v, want %v (the records held)", again, want)
+	}
+	b.Done(marks...)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	a.waitCommitted(t, 10)
+	if got := testutil.ToFloat64(b.skipped); got != 6 {
+		t.Errorf("hourglass_consumer_handled_skipped_total = %v, want 6", got)
+	}
+}
+
+// TestCommitMetadataRefused: a cluster whose offset.metadata.max.bytes is
+// below what a commit records refuses it: the member commits on without
+// the done offsets, instead of failing every commit.
+func TestCommitMetadataRefused(t *testing.T) {
+	b := setup(t, 4, Config{}, nil)
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: b.group, Err: kerr.OffsetMetadataTooLarge, Count: 1})
+	defer fault.Remove()
+	b.m.Start()
+	defer b.m.Close(t.Context())
+	b.m.Done(b.marks[0], b.marks[2], b.marks[3]) // 1 held: metadata records 2 and 3
+	b.waitCommitted(t, 1)
+	if fault.Hits() != 1 {
+		t.Fatalf("%d commits refused, want 1", fault.Hits())
+	}
+	if got := b.m.metaBits.Load(); got != 0 {
+		t.Errorf("metadata bits %d after the brokers refused it, want 0", got)
+	}
+	b.m.Done(b.marks[1])
+	b.waitCommitted(t, 4)
 }

@@ -186,11 +186,15 @@ func (r *Recorder) poll(ctx context.Context) (kgo.Fetches, bool) {
 // add puts a record into the batch. A record that is not an outcome event
 // is logged and counted; its offset is committed with the batch.
 func (r *Recorder) add(rec *kgo.Record) {
+	mark := r.member.Take(rec)
+	if mark.Handled() {
+		return // inserted before the last assignment
+	}
 	if r.records == 0 {
 		r.timer = r.clock.NewTimer(r.cfg.FlushInterval)
 	}
 	r.records++
-	r.marks = append(r.marks, r.member.Take(rec))
+	r.marks = append(r.marks, mark)
 	if len(r.cfg.OutcomesKey) > 0 {
 		sig, _ := tiers.Header(rec.Headers, outcome.HeaderSignature)
 		if !outcome.Verify(r.cfg.OutcomesKey, rec.Value, sig) {

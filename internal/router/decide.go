@@ -25,7 +25,9 @@ func (r *Router) take(fs kgo.Fetches) {
 			return
 		}
 		for _, rec := range fp.Records {
-			r.arrive(p, rec, r.member.Take(rec), now)
+			if mark := r.member.Take(rec); !mark.Handled() { // else moved on before the last assignment
+				r.arrive(p, rec, mark, now)
+			}
 		}
 		r.maybePause(p)
 	})
