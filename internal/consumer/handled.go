@@ -44,13 +44,18 @@ func (t *tracker) handledMeta(maxBits int) string {
 		return ""
 	}
 	// Offsets w+1 ... next-1; a set bit of t.words is a pending offset.
+	// Offsets past t.words are not pending: Skip moved next over records
+	// the consumer skipped.
 	n := min(int(t.next-w-1), maxBits)
 	set := make([]byte, (n+7)/8)
 	last := -1 // the last done offset's index
 	for i := 0; i < n; {
 		off := w + 1 + int64(i)
 		d := off - t.base
-		word := t.words[t.head+int(d/64)] >> (d % 64) // pending bits from off
+		var word uint64 // pending bits from off
+		if k := t.head + int(d/64); k < len(t.words) {
+			word = t.words[k] >> (d % 64)
+		}
 		span := min(64-int(d%64), n-i)
 		done := ^word
 		if span < 64 {
