@@ -58,23 +58,37 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A router or canceller that exits on its own ends the bench with its
+	// error, not with the orders it then loses.
+	ctx, died := context.WithCancelCause(ctx)
+	defer died(nil)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	r, err := startRig(ctx, c, stderr)
+	r, err := startRig(ctx, c, died, stderr)
 	if err != nil {
-		return err
+		return exitCause(ctx, err)
 	}
 	defer r.close()
-	if len(c.pendingSteps) > 0 {
-		return r.benchMemory(ctx, stdout, stderr)
+	switch {
+	case len(c.pendingSteps) > 0:
+		err = r.benchMemory(ctx, stdout, stderr)
+	case len(c.cancelSteps) > 0:
+		err = r.benchCancellations(ctx, stdout, stderr)
+	case c.burst > 0:
+		err = r.burst(ctx, stdout, stderr)
+	default:
+		err = r.throughput(ctx, stdout, stderr)
 	}
-	if len(c.cancelSteps) > 0 {
-		return r.benchCancellations(ctx, stdout, stderr)
+	return exitCause(ctx, err)
+}
+
+// exitCause returns the error of a service that exited on its own when one
+// ended ctx, and err otherwise.
+func exitCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errExited) {
+		return cause
 	}
-	if c.burst > 0 {
-		return r.burst(ctx, stdout, stderr)
-	}
-	return r.throughput(ctx, stdout, stderr)
+	return err
 }
 
 // rig is what a bench drives: the embedded broker, the router and the
@@ -95,13 +109,14 @@ type rig struct {
 	// memory mode; empty otherwise (no HTTP server).
 	routerHTTP string
 	stderr     io.Writer
+	died       func(error) // ends the bench when a service exits on its own
 }
 
 // startRig starts the broker with the topics, the router and the canceller,
 // waits for their groups to form, and makes the producer. On an error it
 // stops what it started.
-func startRig(ctx context.Context, c *benchConfig, stderr io.Writer) (_ *rig, err error) {
-	r := &rig{c: c, stderr: stderr}
+func startRig(ctx context.Context, c *benchConfig, died func(error), stderr io.Writer) (_ *rig, err error) {
+	r := &rig{c: c, stderr: stderr, died: died}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -142,7 +157,7 @@ func startRig(ctx context.Context, c *benchConfig, stderr io.Writer) (_ *rig, er
 		p    *atomic.Pointer[child]
 		args []string
 	}{{&r.rt, r.routerArgs}, {&r.cn, r.cancellerArgs}} {
-		ch, err := spawn(ctx, stderr, s.args...)
+		ch, err := spawn(ctx, stderr, r.died, s.args...)
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +279,7 @@ func (r *rig) startSide(killCtx, hostileCtx context.Context, side *sync.WaitGrou
 			at = time.Duration(float64(c.orders) / float64(c.rate) / 2 * float64(time.Second))
 		}
 		side.Go(func() {
-			if err := kill.run(killCtx, victim, args, start.Add(at), c.restartAfter, stderr); err != nil {
+			if err := kill.run(killCtx, victim, args, start.Add(at), c.restartAfter, r.died, stderr); err != nil {
 				fmt.Fprintln(stderr, "bench:", err)
 			}
 		})

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,9 +23,18 @@ type child struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	hwm  float64 // last VmHWM read, MB
+	// ending is set when the bench stops or kills the process: its exit is
+	// expected then.
+	ending atomic.Bool
 }
 
-func spawn(ctx context.Context, stderr io.Writer, args ...string) (*child, error) {
+// errExited is the cause of a bench ended by a service that exited on its
+// own (it crashed, or failed with an error).
+var errExited = errors.New("exited on its own")
+
+// spawn starts the service of args. If it exits without the bench stopping
+// or killing it, died is called with an error wrapping errExited.
+func spawn(ctx context.Context, stderr io.Writer, died func(error), args ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -35,13 +46,20 @@ func spawn(ctx context.Context, stderr io.Writer, args ...string) (*child, error
 		return nil, fmt.Errorf("bench: start %s: %w", args[0], err)
 	}
 	c := &child{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(c.done) }()
+	go func() {
+		err := cmd.Wait()
+		if !c.ending.Load() && died != nil {
+			died(fmt.Errorf("bench: the %s %w (%v); its output is above", args[0], errExited, err))
+		}
+		close(c.done)
+	}()
 	return c, nil
 }
 
 // stop sends SIGTERM and waits, then kills after a grace period.
 func (c *child) stop() {
 	c.peakRSS()
+	c.ending.Store(true)
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()

@@ -45,12 +45,14 @@ type killResult struct {
 }
 
 // run kills the process victim holds with SIGKILL at at, and starts args
-// again restartAfter later, storing the new process in victim.
-func (k *killWatch) run(ctx context.Context, victim *atomic.Pointer[child], args []string, at time.Time, restartAfter time.Duration, stderr io.Writer) error {
+// again restartAfter later, storing the new process in victim (died is
+// spawn's).
+func (k *killWatch) run(ctx context.Context, victim *atomic.Pointer[child], args []string, at time.Time, restartAfter time.Duration, died func(error), stderr io.Writer) error {
 	if !sleepUntil(ctx, at) {
 		return nil
 	}
 	old := victim.Load()
+	old.ending.Store(true)
 	if err := old.cmd.Process.Kill(); err != nil {
 		return fmt.Errorf("kill %s: %w", args[0], err)
 	}
@@ -63,7 +65,7 @@ func (k *killWatch) run(ctx context.Context, victim *atomic.Pointer[child], args
 	if !sleepUntil(ctx, time.Now().Add(restartAfter)) {
 		return nil
 	}
-	ch, err := spawn(ctx, stderr, args...)
+	ch, err := spawn(ctx, stderr, died, args...)
 	if err != nil {
 		return err
 	}
