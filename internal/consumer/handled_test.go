@@ -192,3 +192,53 @@ func BenchmarkHandledMeta(b *testing.B) {
 		}
 	}
 }
+
+// TestHandledMetaOps drives a tracker through random adds (with gaps and
+// resets), dones and skips, and checks each metadata against a model: the
+// offsets above the watermark and below next that are not pending.
+func TestHandledMetaOps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for run := range 200 {
+		tr := newTracker()
+		pending := map[int64]bool{}
+		next := int64(-1)
+		for step := range 400 {
+			switch op := rng.IntN(10); {
+			case op < 5 || next < 0: // add, at times after a gap or back (a reset)
+				o := max(next, 0) + rng.Int64N(3)
+				if next > 0 && rng.IntN(40) == 0 {
+					o = max(0, next-1-rng.Int64N(100))
+					for p := range pending {
+						if p >= o {
+							delete(pending, p)
+						}
+					}
+				}
+				tr.Add(o)
+				pending[o], next = true, o+1
+			case op < 9: // done, of a pending offset
+				for p := range pending {
+					tr.Done(p)
+					delete(pending, p)
+					break
+				}
+			default: // skip a batch
+				next += 1 + rng.Int64N(200)
+				tr.Skip(next)
+			}
+			w, _ := tr.Watermark()
+			maxBits := 1 + rng.IntN(300)
+			meta := tr.handledMeta(maxBits)
+			h, ok := parseHandled(meta, w)
+			if meta != "" && !ok {
+				t.Fatalf("run %d step %d: parseHandled(%q, %d) failed", run, step, meta, w)
+			}
+			for o := w + 1; o < next+10; o++ {
+				want := o < next && o <= w+int64(maxBits) && !pending[o]
+				if got := ok && h.has(o); got != want {
+					t.Fatalf("run %d step %d: watermark %d next %d maxBits %d: offset %d recorded %v, want %v", run, step, w, next, maxBits, o, got, want)
+				}
+			}
+		}
+	}
+}
