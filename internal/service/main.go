@@ -28,7 +28,8 @@ func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
 // Main runs cmd with the process's arguments and stops it gracefully on
-// SIGINT or SIGTERM. It exits 0 after a clean stop or --help, 2 for bad
+// SIGINT or SIGTERM. It exits 0 after a clean stop, a stop on a signal
+// that cut the command short (its error said) or --help, 2 for bad
 // configuration and 1 for any other error. With --version among the
 // arguments it prints the version and exits 0 without running cmd, so that
 // no other flag is checked and no broker is needed.
@@ -45,7 +46,15 @@ func run(ctx context.Context, name string, cmd Command, args []string, stdout, s
 		PrintVersion(stdout, name)
 		return 0
 	}
-	return exitCode(name, cmd(ctx, args, stdout, stderr), stderr)
+	err := cmd(ctx, args, stdout, stderr)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// SIGTERM or SIGINT where the command could not stop cleanly
+		// (a pod stopped while the service started): a stop that was
+		// asked for, not a failure.
+		fmt.Fprintf(stderr, "%s: stopped on a signal: %v\n", name, strings.TrimPrefix(err.Error(), name+": "))
+		return 0
+	}
+	return exitCode(name, err, stderr)
 }
 
 // VersionRequested reports whether args ask for the version: a --version

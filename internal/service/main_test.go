@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -50,11 +51,19 @@ func TestRun(t *testing.T) {
 		wantCalled bool
 		wantStdout string
 		wantStderr string
+		stopped    bool // a signal stopped the command
 	}{
 		{name: "clean stop", want: 0, wantCalled: true},
 		{name: "help", err: flag.ErrHelp, want: 0, wantCalled: true},
 		{name: "usage", err: UsageError{errors.New("--brokers: empty")}, want: 2, wantCalled: true, wantStderr: "router: invalid configuration:\n--brokers: empty\n"},
 		{name: "failure", err: errors.New("boom"), want: 1, wantCalled: true, wantStderr: "router: boom\n"},
+		{
+			name: "stopped while starting", stopped: true, err: fmt.Errorf("router: topics: describe: %w", context.Canceled), want: 0, wantCalled: true,
+			wantStderr: "router: stopped on a signal: topics: describe: context canceled\n",
+		},
+		// Canceled without a signal is a failure.
+		{name: "canceled, not stopped", err: context.Canceled, want: 1, wantCalled: true, wantStderr: "router: context canceled\n"},
+		{name: "failure after a stop", stopped: true, err: errors.New("boom"), want: 1, wantCalled: true, wantStderr: "router: boom\n"},
 		// --version wins over bad flags: the command does not run.
 		{name: "version", args: []string{"--brokers", "", "--version"}, err: UsageError{errors.New("--brokers: empty")}, want: 0, wantStdout: "router "},
 	}
@@ -62,7 +71,13 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			called = false
 			var stdout, stderr bytes.Buffer
-			got := run(t.Context(), "router", fails(tt.err), tt.args, &stdout, &stderr)
+			ctx := t.Context()
+			if tt.stopped {
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = c
+			}
+			got := run(ctx, "router", fails(tt.err), tt.args, &stdout, &stderr)
 			if got != tt.want {
 				t.Errorf("exit code %d, want %d", got, tt.want)
 			}
