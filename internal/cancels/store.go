@@ -381,6 +381,17 @@ func (s *Store) TopicID() ([]byte, error) {
 // a topic deleted and created again, whose offsets start over, is told
 // from it.
 func (s *Store) SetTopicID(id []byte) error {
+	return s.write(func() error {
+		if err := s.db.Set(keyTopic, id, pebble.NoSync); err != nil {
+			return fmt.Errorf("cancels: write the topic id: %w", err)
+		}
+		return nil
+	})
+}
+
+// write runs f, which writes to s.db, as the only writer: with the store
+// open, not broken, and its writes serialized.
+func (s *Store) write(f func() error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
@@ -388,8 +399,8 @@ func (s *Store) SetTopicID(id []byte) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.db.Set(keyTopic, id, pebble.NoSync); err != nil {
-		return fmt.Errorf("cancels: write the topic id: %w", err)
+	if err := s.broken(); err != nil {
+		return err
 	}
-	return nil
+	return f()
 }

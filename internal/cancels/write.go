@@ -66,17 +66,12 @@ func (b *Batch) SetOffset(partition int32, next int64) {
 // and Offsets says where to read the topic again. On an error the batch is
 // kept and nothing is applied.
 func (b *Batch) Commit() error {
+	return b.s.write(b.commit)
+}
+
+// commit is Commit under s.write.
+func (b *Batch) commit() error {
 	s := b.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.db == nil {
-		return errClosed
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.broken(); err != nil {
-		return err
-	}
 	pb := s.db.NewBatch()
 	defer pb.Close()
 	delta, err := s.fill(pb, b.ops)
@@ -202,16 +197,15 @@ func (s *Store) Sweep(t time.Time) (int, error) {
 // entry's. It returns how many cancellations it deleted and where the next
 // chunk starts (nil: nothing is left).
 func (s *Store) sweepChunk(from, upper []byte) (deleted int, next []byte, err error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.db == nil {
-		return 0, nil, errClosed
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.broken(); err != nil {
-		return 0, nil, err
-	}
+	err = s.write(func() error {
+		deleted, next, err = s.sweepChunkLocked(from, upper)
+		return err
+	})
+	return deleted, next, err
+}
+
+// sweepChunkLocked is sweepChunk under s.write.
+func (s *Store) sweepChunkLocked(from, upper []byte) (deleted int, next []byte, err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper})
 	if err != nil {
 		return 0, nil, err
@@ -256,17 +250,10 @@ func (s *Store) sweepChunk(from, upper []byte) (deleted int, next []byte, err er
 }
 
 // Reset deletes everything: cancellations and offsets.
-func (s *Store) Reset() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.db == nil {
-		return errClosed
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.broken(); err != nil {
-		return err
-	}
+func (s *Store) Reset() error { return s.write(s.reset) }
+
+// reset is Reset under s.write.
+func (s *Store) reset() error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	// Range deletions: Pebble drops the tables they cover whole, in the
