@@ -82,6 +82,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return exitCause(ctx, err)
 }
 
+// printLine writes the bench's JSON line of v, unless a service exited on
+// its own: the figures of a run cut short are not a result, and that
+// service's error is returned instead.
+func printLine(ctx context.Context, w io.Writer, v any) error {
+	if err := exitCause(ctx, nil); err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(v)
+}
+
 // exitCause returns the error of a service that exited on its own when one
 // ended ctx, and err otherwise.
 func exitCause(ctx context.Context, err error) error {
@@ -253,7 +263,7 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 	if r.orders != nil {
 		res.DB, dbErr = r.orders.checked(ctx, produced)
 	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+	if err := printLine(ctx, stdout, res); err != nil {
 		return err
 	}
 	if res.Lost > 0 || res.Early > 0 {

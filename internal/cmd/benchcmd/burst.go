@@ -2,7 +2,6 @@ package benchcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -95,7 +94,7 @@ func (r *rig) burst(ctx context.Context, stdout, stderr io.Writer) error {
 	if r.orders != nil {
 		res.DB, dbErr = r.orders.checked(ctx, c.burst)
 	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+	if err := printLine(ctx, stdout, res); err != nil {
 		return err
 	}
 	if res.Lost > 0 || res.Early > 0 {

@@ -3,7 +3,6 @@ package benchcmd
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -59,7 +58,7 @@ func (r *rig) benchCancellations(ctx context.Context, stdout, stderr io.Writer) 
 	}
 	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
 	rtCPU, cnCPU := r.cpuPer(made)
-	err := json.NewEncoder(stdout).Encode(struct {
+	err := printLine(ctx, stdout, struct {
 		Mode      string             `json:"mode"`
 		Due       string             `json:"due_in"`
 		Steps     []cancellationStep `json:"steps"`

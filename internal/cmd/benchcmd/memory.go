@@ -2,7 +2,6 @@ package benchcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -47,7 +46,7 @@ func (r *rig) benchMemory(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	growth := steps[len(steps)-1].RouterRSS - steps[0].RouterRSS
 	rtCPU, cnCPU := r.cpuPer(scheduled)
-	err := json.NewEncoder(stdout).Encode(struct {
+	err := printLine(ctx, stdout, struct {
 		Mode      string       `json:"mode"`
 		Tiers     string       `json:"tiers"`
 		Delay     string       `json:"pending_delay"`
