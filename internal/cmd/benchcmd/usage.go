@@ -27,7 +27,8 @@ out and after the scheduling ends, when fewer deadlines fire, included).
 scheduling, 5 s or more, in which every second fired at least 95% of
 --rate (from_s, to_s, fired, rate): the CPU per deadline at that rate; it
 is absent without such a stretch. It exits 1 when an order is lost or
-early, or when a --max-* bound is exceeded.
+early, or when a --max-* bound is exceeded; and at once, without a JSON
+line, when the router or the canceller exits on its own.
 
 With --closer postgres (or mysql) the canceller closes real orders: the
 bench creates a table with a unique name in --dsn (loopback addresses only),
