@@ -388,19 +388,3 @@ func (s *Store) SetTopicID(id []byte) error {
 		return nil
 	})
 }
-
-// write runs f, which writes to s.db, as the only writer: with the store
-// open, not broken, and its writes serialized.
-func (s *Store) write(f func() error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.db == nil {
-		return errClosed
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.broken(); err != nil {
-		return err
-	}
-	return f()
-}

@@ -60,6 +60,22 @@ func (b *Batch) SetOffset(partition int32, next int64) {
 	b.ops = append(b.ops, op{kind: opOffset, partition: partition, next: next})
 }
 
+// write runs f, which writes to s.db, as the only writer: with the store
+// open, not broken, and its writes serialized.
+func (s *Store) write(f func() error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return errClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.broken(); err != nil {
+		return err
+	}
+	return f()
+}
+
 // Commit applies the writes of the batch, in order, atomically, and empties
 // the batch for reuse. Lookup sees them once Commit returns. Commit does not
 // sync: after a crash the store may lack the latest batches (whole batches),
