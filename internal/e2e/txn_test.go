@@ -148,6 +148,6 @@ func TestAbortedSchedules(t *testing.T) {
 	if v.dups != 0 {
 		t.Errorf("%d duplicate outcomes without a crash, want 0", v.dups)
 	}
-	late := checkLateness(t, "committed orders", v.late, 250*time.Millisecond, 2*time.Second)
+	late := checkFaultlessLateness(t, "committed orders", v.late)
 	t.Logf("%d committed orders closed, %d aborted ones not; lateness %s; router %+v", len(committed), len(aborted), late, rt.Stats())
 }
