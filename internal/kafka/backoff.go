@@ -137,19 +137,11 @@ func (b *FetchBackoff) Pause(parts map[string][]int32) {
 func (b *FetchBackoff) Resume(parts map[string][]int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	resume := make(map[string][]int32, len(parts))
-	for topic, ps := range parts {
-		for _, p := range ps {
-			k := topicPartition{topic, p}
-			delete(b.held, k)
-			if f := b.parts[k]; f == nil || !f.paused {
-				resume[topic] = append(resume[topic], p)
-			}
-		}
-	}
-	if len(resume) > 0 {
-		b.cl.ResumeFetchPartitions(resume)
-	}
+	b.resume(parts, func(k topicPartition) bool {
+		delete(b.held, k)
+		f := b.parts[k]
+		return f == nil || !f.paused
+	})
 }
 
 // Forget drops the state of partitions revoked or lost and resumes them: a
@@ -157,22 +149,30 @@ func (b *FetchBackoff) Resume(parts map[string][]int32) {
 func (b *FetchBackoff) Forget(parts map[string][]int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.resume(parts, func(k topicPartition) bool {
+		f, failing := b.parts[k]
+		if failing {
+			f.timer.Stop()
+			delete(b.parts, k)
+		}
+		held := b.held[k]
+		delete(b.held, k)
+		return failing && f.paused || held
+	})
+	b.failing.Store(int32(len(b.parts)))
+}
+
+// resume calls drop for each of parts, with b.mu held, and resumes those
+// for which it returns true.
+func (b *FetchBackoff) resume(parts map[string][]int32, drop func(topicPartition) bool) {
 	resume := make(map[string][]int32, len(parts))
 	for topic, ps := range parts {
 		for _, p := range ps {
-			k := topicPartition{topic, p}
-			f, failing := b.parts[k]
-			if failing {
-				f.timer.Stop()
-				delete(b.parts, k)
-			}
-			if failing && f.paused || b.held[k] {
+			if drop(topicPartition{topic, p}) {
 				resume[topic] = append(resume[topic], p)
 			}
-			delete(b.held, k)
 		}
 	}
-	b.failing.Store(int32(len(b.parts)))
 	if len(resume) > 0 {
 		b.cl.ResumeFetchPartitions(resume)
 	}
@@ -184,8 +184,6 @@ func (b *FetchBackoff) Close() {
 	defer b.mu.Unlock()
 	b.closed = true
 	for _, f := range b.parts {
-		if f.timer != nil {
-			f.timer.Stop()
-		}
+		f.timer.Stop()
 	}
 }
