@@ -174,7 +174,7 @@ func New(cfg Config, o Options) (*Canceller, error) {
 		return nil, fmt.Errorf("canceller: %w", err)
 	}
 	c.member, c.cl = member, member.Client()
-	c.repurge = kafka.NewRepurger(c.cl)
+	c.repurge = kafka.NewRepurger(c.cl, c.log)
 	return c, nil
 }
 

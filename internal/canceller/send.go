@@ -89,10 +89,10 @@ func (c *Canceller) acked(s *sending) {
 func (c *Canceller) failed(s *sending, o onward, tries int, err error) {
 	c.metrics.produceErrors.WithLabelValues(o.kind.String()).Inc()
 	r := s.j.r
-	if kafka.Recreated(err) && c.repurge.Purge(o.rec.Topic) {
+	if kafka.Recreated(err) {
 		// Deleted and created again: the client keeps the old topic's id
 		// until the topic is purged from it.
-		c.log.Warn("topic deleted and created again; producing to the new topic", "to", o.rec.Topic)
+		c.repurge.Purge(o.rec.Topic)
 	}
 	tooLarge := kafka.TooLarge(err)
 	switch {

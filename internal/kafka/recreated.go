@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -39,23 +40,24 @@ func RecreatedConsumed(topic string, err error) error {
 // at most once a second per topic.
 type Repurger struct {
 	cl   *kgo.Client
+	log  *slog.Logger
 	mu   sync.Mutex
 	last map[string]time.Time
 }
 
-// NewRepurger returns a Repurger of cl.
-func NewRepurger(cl *kgo.Client) *Repurger {
-	return &Repurger{cl: cl, last: make(map[string]time.Time)}
+// NewRepurger returns a Repurger of cl, which logs each purge to log.
+func NewRepurger(cl *kgo.Client, log *slog.Logger) *Repurger {
+	return &Repurger{cl: cl, log: log, last: make(map[string]time.Time)}
 }
 
 // Purge purges topic from the client's producer, unless it did within the
-// last second. It reports whether it purged.
-func (p *Repurger) Purge(topic string) bool {
+// last second.
+func (p *Repurger) Purge(topic string) {
 	p.mu.Lock()
 	now := time.Now()
 	if now.Sub(p.last[topic]) < time.Second {
 		p.mu.Unlock()
-		return false
+		return
 	}
 	p.last[topic] = now
 	if len(p.last) > 1024 {
@@ -64,5 +66,5 @@ func (p *Repurger) Purge(topic string) bool {
 	}
 	p.mu.Unlock()
 	p.cl.PurgeTopicsFromProducing(topic)
-	return true
+	p.log.Warn("topic deleted and created again; producing to the new topic", "to", topic)
 }

@@ -229,7 +229,8 @@ func (r *Router) noteAcks(done []completion) {
 // is lost, the deadline stays cancelled.
 func (r *Router) produceFailed(f *flight, err error) bool {
 	e := f.e
-	if kafka.Recreated(err) {
+	recreated := kafka.Recreated(err)
+	if recreated {
 		r.recreated(f.out.Topic, err)
 	}
 	switch f.kind {
@@ -240,7 +241,7 @@ func (r *Router) produceFailed(f *flight, err error) bool {
 	case kindDeadLetter:
 		r.deadLetterFailed(e, err)
 	default:
-		if (r.own(f.out.Topic) || kafka.Recreated(err)) && !refusesRecord(err) {
+		if (r.own(f.out.Topic) || recreated) && !refusesRecord(err) {
 			r.produceLater(f, err)
 			break
 		}
@@ -261,9 +262,7 @@ func (r *Router) recreated(topic string, err error) {
 		}
 		return
 	}
-	if r.repurge.Purge(topic) {
-		r.log.Warn("topic deleted and created again; producing to the new topic", "to", topic)
-	}
+	r.repurge.Purge(topic)
 }
 
 // own reports whether topic is one of the router's own topics, which exist

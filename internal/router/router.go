@@ -139,7 +139,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	r.member, r.cl = member, member.Client()
-	r.repurge = kafka.NewRepurger(r.cl)
+	r.repurge = kafka.NewRepurger(r.cl, r.log)
 	return r, nil
 }
 
