@@ -55,7 +55,6 @@ func (r *Router) cleared(e *entry) bool {
 	e.state = stateGated
 	e.part.producing++
 	r.gated = append(r.gated, e)
-	r.stats.gated.Store(int64(len(r.gated)))
 	r.cancels.Want(e.meta.Due)
 	return false
 }
@@ -78,7 +77,6 @@ func (r *Router) ungate() {
 	}
 	clear(r.gated[len(keep):])
 	r.gated = keep
-	r.stats.gated.Store(int64(len(r.gated)))
 	now := r.clock.Now()
 	for _, e := range ready {
 		e.part.producing--
@@ -101,7 +99,6 @@ func (r *Router) dropGated() {
 	}
 	clear(r.gated)
 	r.gated = r.gated[:0]
-	r.stats.gated.Store(0)
 }
 
 // cancelled reports whether a cancellation of e's task covers it and, if

@@ -321,9 +321,11 @@ wait:
 	r.answerRevokes(revokes, true)
 }
 
-// noteBusy notes when the router goes from holding no due record to
-// holding some, for the stalled gauge (stats.stalled).
+// noteBusy notes, once per turn of the loop, the gated records and when
+// the router goes from holding no due record to holding some, for the
+// gauges (stats.gated, stats.stalled).
 func (r *Router) noteBusy() {
+	r.stats.gated.Store(int64(len(r.gated)))
 	switch busy := r.sent > 0 || len(r.gated) > 0 || len(r.waitingFor) > 0; {
 	case !busy:
 		r.stats.busySince.Store(0)
