@@ -96,23 +96,26 @@ func load(v *atomic.Int64) func() float64 { return func() float64 { return float
 // registerStats registers the series that read the router's stats.
 func registerStats(reg prometheus.Registerer, st *stats, now func() time.Time) {
 	const ns, sub = "hourglass", "router"
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letter_retries_total",
-			Help: "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large)."}, load(&st.deadLetterRetries)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_bytes",
-			Help: "Bytes of the records the router holds: waiting, in the timer, or being produced onward."}, load(&st.heldBytes)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "produce_waiting_records",
-			Help: "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight."}, load(&st.queued)),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "handed_off_total",
-			Help: "Held records put back into Kafka at a revoke or a stop."}, load(&st.handedOff)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "timer_records",
-			Help: "Records held in the in-memory timer for a delay shorter than the smallest tier."}, load(&st.timer)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "gated_records",
-			Help: "Due records waiting for the cancellations reader to read up to their due time; above 0 for long, nothing is forwarded."}, load(&st.gated)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "stalled_seconds",
-			Help: "How long the router has held due records (waiting for the cancellations reader, produced onward and not acknowledged, or waiting for room) without any produce acknowledged; 0 while it holds none. It grows while the brokers or the cancellations reader hold up every forward."},
-			func() float64 { return st.stalled(now()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_partitions",
-			Help: "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes."}, load(&st.paused)),
-	)
+	for _, s := range []struct {
+		name, help string
+		counter    bool
+		v          *atomic.Int64
+	}{
+		{"dead_letter_retries_total", "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large).", true, &st.deadLetterRetries},
+		{"held_bytes", "Bytes of the records the router holds: waiting, in the timer, or being produced onward.", false, &st.heldBytes},
+		{"produce_waiting_records", "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight.", false, &st.queued},
+		{"handed_off_total", "Held records put back into Kafka at a revoke or a stop.", true, &st.handedOff},
+		{"timer_records", "Records held in the in-memory timer for a delay shorter than the smallest tier.", false, &st.timer},
+		{"gated_records", "Due records waiting for the cancellations reader to read up to their due time; above 0 for long, nothing is forwarded.", false, &st.gated},
+		{"paused_partitions", "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes.", false, &st.paused},
+	} {
+		if s.counter {
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: s.name, Help: s.help}, load(s.v)))
+		} else {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: s.name, Help: s.help}, load(s.v)))
+		}
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "stalled_seconds",
+		Help: "How long the router has held due records (waiting for the cancellations reader, produced onward and not acknowledged, or waiting for room) without any produce acknowledged; 0 while it holds none. It grows while the brokers or the cancellations reader hold up every forward."},
+		func() float64 { return st.stalled(now()) }))
 }
