@@ -15,7 +15,10 @@
 // without ever altering them; [FormatStatus] prints the result. Configs are
 // compared only as the broker reports them: kfake (and some
 // Kafka-compatible brokers) do not report every topic config, and a config
-// that is not reported is listed as unverified, never as a mismatch.
+// that is not reported is listed as unverified, never as a mismatch; so is
+// every config of a topic the principal may not DescribeConfigs
+// (Status.ConfigsDenied), which a service logs and starts anyway, and
+// `hourglass topics` reports as a failed check.
 // [Provision] runs Ensure on a short-lived client; [EnsureLogged] is what a
 // service runs at its start.
 //

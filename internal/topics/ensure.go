@@ -54,8 +54,10 @@ const (
 // a fixed set of defaults plus the configs set on the topic; a real Kafka
 // reports every topic config) is unknown, listed in Unverified, and never a
 // mismatch. A sensitive config, reported without a value, is treated the
-// same way. Values are compared after trimming spaces, and comma-separated
-// lists (cleanup.policy=compact,delete) as sets.
+// same way, and so is every config of a topic whose configs the principal
+// may not describe (no DescribeConfigs ACL): the status says ConfigsDenied.
+// Values are compared after trimming spaces, and comma-separated lists
+// (cleanup.policy=compact,delete) as sets.
 func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, create bool) ([]Status, error) {
 	if err := checkSpecs(specs); err != nil {
 		return nil, err
@@ -106,12 +108,12 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, create bool) ([
 	if len(existing) == 0 {
 		return st, nil
 	}
-	configs, err := describeConfigs(ctx, adm, specs, existing)
+	configs, denied, err := describeConfigs(ctx, adm, specs, existing)
 	if err != nil {
 		return nil, err
 	}
 	for _, i := range existing {
-		st[i].Existed = true
+		st[i].Existed, st[i].ConfigsDenied = true, denied[specs[i].Name]
 		compare(&st[i], details[specs[i].Name], configs[specs[i].Name])
 	}
 	return st, nil
@@ -188,9 +190,12 @@ func describeRaced(ctx context.Context, adm *kadm.Client, specs []Spec, raced []
 }
 
 // describeConfigs returns the configs the broker reports for the topics at
-// idxs, by topic name.
-func describeConfigs(ctx context.Context, adm *kadm.Client, specs []Spec, idxs []int) (map[string][]kadm.Config, error) {
+// idxs, by topic name, and the topics whose configs it refused to describe
+// for want of a DescribeConfigs ACL: a check that only warns is no reason
+// for a service to need that permission.
+func describeConfigs(ctx context.Context, adm *kadm.Client, specs []Spec, idxs []int) (map[string][]kadm.Config, map[string]bool, error) {
 	out := make(map[string][]kadm.Config, len(idxs))
+	denied := make(map[string]bool)
 	names := make([]string, 0, len(idxs))
 	for _, i := range idxs {
 		names = append(names, specs[i].Name)
@@ -203,6 +208,9 @@ func describeConfigs(ctx context.Context, adm *kadm.Client, specs []Spec, idxs [
 			}
 		}
 		rcs, err := adm.DescribeTopicConfigs(ctx, ask...)
+		if errors.Is(err, kerr.TopicAuthorizationFailed) {
+			rcs, err = describeEach(ctx, adm, ask)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("describe configs of topics %s: %w", strings.Join(ask, ","), err)
 		}
@@ -210,6 +218,8 @@ func describeConfigs(ctx context.Context, adm *kadm.Client, specs []Spec, idxs [
 			switch {
 			case rc.Err == nil:
 				out[rc.Name] = rc.Configs
+			case errors.Is(rc.Err, kerr.TopicAuthorizationFailed):
+				out[rc.Name], denied[rc.Name] = nil, true
 			case errors.Is(rc.Err, kerr.UnknownTopicOrPartition):
 				unknown = append(unknown, rc.Name)
 			default:
@@ -223,7 +233,26 @@ func describeConfigs(ctx context.Context, adm *kadm.Client, specs []Spec, idxs [
 		}
 		return unknown, nil
 	})
-	return out, err
+	return out, denied, err
+}
+
+// describeEach describes the configs of each topic alone: kadm fails the
+// answer about many topics for one refused to this principal, and each
+// refusal is to be told apart. A refused topic has the error in its config.
+func describeEach(ctx context.Context, adm *kadm.Client, names []string) (kadm.ResourceConfigs, error) {
+	var out kadm.ResourceConfigs
+	for _, n := range names {
+		rcs, err := adm.DescribeTopicConfigs(ctx, n)
+		switch {
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			out = append(out, kadm.ResourceConfig{Name: n, Err: err})
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, rcs...)
+		}
+	}
+	return out, nil
 }
 
 // retryUnknown runs fn until it reports no unknown topics, at most

@@ -49,8 +49,9 @@ func provision(ctx context.Context, cl *kgo.Client, specs []Spec, create bool) (
 }
 
 // EnsureLogged provisions the topics a service needs at its start and logs
-// what differs from the spec. It fails only when it cannot reach the
-// brokers or create a missing topic. Brokers that accept connections and
+// what differs from the spec, and the topics whose configs it was not
+// allowed to describe. It fails only when it cannot reach the brokers,
+// describe the topics or create a missing one. Brokers that accept connections and
 // do not answer (a hung broker, a wrong port behind a proxy) hold it for
 // up to provisionTimeout: after slowStart it logs that it is waiting.
 func EnsureLogged(ctx context.Context, opts []kgo.Opt, specs []Spec, create bool, log *slog.Logger) error {
@@ -70,7 +71,11 @@ func EnsureLogged(ctx context.Context, opts []kgo.Opt, specs []Spec, create bool
 	if err != nil {
 		return err
 	}
+	var denied []string
 	for _, s := range st {
+		if s.ConfigsDenied {
+			denied = append(denied, s.Spec.Name)
+		}
 		switch {
 		case s.Created:
 			log.Info("created topic", "topic", s.Spec.Name, "partitions", s.Partitions)
@@ -79,6 +84,12 @@ func EnsureLogged(ctx context.Context, opts []kgo.Opt, specs []Spec, create bool
 		case !s.Existed:
 			log.Warn("topic is missing; it is created by `hourglass topics` or --create-topics", "topic", s.Spec.Name)
 		}
+	}
+	if len(denied) > 0 {
+		// The check only warns, so a service starts without it; the
+		// operator's `hourglass topics --check` is the check that needs it.
+		log.Warn("topic configs not checked: this principal may not DescribeConfigs them; check them with `hourglass topics --check`",
+			"topics", strings.Join(denied, ","))
 	}
 	return nil
 }

@@ -30,6 +30,10 @@ type Status struct {
 	// existing topic, so they could be neither confirmed nor reported as a
 	// mismatch. Sorted.
 	Unverified []string
+	// ConfigsDenied is true when the broker refused to describe the
+	// topic's configs to this principal (it lacks DescribeConfigs on the
+	// topic): every config of Spec is in Unverified.
+	ConfigsDenied bool
 }
 
 // State returns "created", "exists" or "missing".
@@ -44,10 +48,11 @@ func (s Status) State() string {
 	}
 }
 
-// OK reports whether the topic is there (created or existed) and matches its
-// spec in everything the broker reported.
+// OK reports whether the topic is there (created or existed), its configs
+// could be described, and it matches its spec in everything the broker
+// reported.
 func (s Status) OK() bool {
-	return (s.Created || s.Existed) && len(s.Mismatches) == 0
+	return (s.Created || s.Existed) && len(s.Mismatches) == 0 && !s.ConfigsDenied
 }
 
 // FormatStatus writes a readable table of the statuses, one line per topic:
@@ -55,7 +60,7 @@ func (s Status) OK() bool {
 //
 // The partitions column shows what the topic has, or "-" for a missing
 // topic; the last column lists the mismatches, then the configs the broker
-// did not report, or "-" when there is nothing to say.
+// did not report or refused to describe, or "-" when there is nothing to say.
 func FormatStatus(w io.Writer, st []Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tSTATE\tPARTITIONS\tPROBLEMS")
@@ -65,7 +70,10 @@ func FormatStatus(w io.Writer, st []Status) {
 			parts = strconv.Itoa(int(s.Partitions))
 		}
 		problems := slices.Clone(s.Mismatches)
-		if len(s.Unverified) > 0 {
+		switch {
+		case s.ConfigsDenied:
+			problems = append(problems, "configs not checked, DescribeConfigs denied: "+strings.Join(s.Unverified, ", "))
+		case len(s.Unverified) > 0:
 			problems = append(problems, "not reported by broker: "+strings.Join(s.Unverified, ", "))
 		}
 		if len(problems) == 0 {
