@@ -18,7 +18,8 @@ Topics: one delay topic per tier (<prefix>delay.<tier>), the cancel topic
 (<prefix>cancel), the outcomes topic (<prefix>outcomes) and the dead-letter
 topic (<prefix>dlq). Existing topics are never altered; where their partitions
 or configs differ from the recommended ones, the difference is reported and
-the command exits 1.
+the command exits 1, as it does when the broker refuses to describe a
+topic's configs (the principal needs DescribeConfigs on the topics).
 
 Usage: hourglass topics [flags]
 
@@ -61,6 +62,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	topics.FormatStatus(stdout, st)
+	for _, s := range st {
+		if s.ConfigsDenied {
+			// Checking is this command's job: a check it could not make fails.
+			return errors.New("the configs of some topics could not be checked: allow this principal DescribeConfigs on them (docs/security.md)")
+		}
+	}
 	for _, s := range st {
 		if !s.OK() {
 			return errors.New("some topics are missing or differ from the recommended settings")
