@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -111,235 +110,165 @@ func (r *Reader) skipped(b *kgo.ErrDecompressTooLarge) {
 
 // apply writes the records of fs to the store in one batch, with the next
 // offset of each partition, then moves the positions the rounds wait for.
-// The latest record of a task id replaces its earlier cancellation; one
-// whose keeping time has passed (see expiry) removes it.
+// A record outside a transaction counts at once; one written in a
+// transaction is pending until its transaction's marker, and counts if it
+// committed (see txns). The latest record of a task id to count replaces
+// its earlier cancellation.
 func (r *Reader) apply(fs kgo.Fetches) error {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
 	b := r.store.NewBatch()
 	now := r.cfg.Clock.Now()
 	next := make(map[int32]int64)
 	fs.EachRecord(func(rec *kgo.Record) {
 		next[rec.Partition] = rec.Offset + 1
 		if rec.Attrs.IsControl() {
+			if commit, ok := marker(rec); ok {
+				for _, p := range r.txns.end(rec.Partition, rec.ProducerID, commit, rec.Offset) {
+					r.write(b, p.txn.partition, p.offset, p.change)
+				}
+			}
 			return
 		}
-		c, err := tiers.DecodeCancellation(rec)
-		switch {
-		case err != nil:
-			r.cfg.Logger.Warn("invalid cancellation; not applied", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
-			if r.cfg.Invalid != nil {
-				r.cfg.Invalid(rec, err)
-			}
-		case c.Withdrawn:
-			b.Withdraw(c.ID)
-		default:
-			if exp := r.expiry(c); exp.After(now) {
-				b.Put(c, exp)
-			} else {
-				b.Withdraw(c.ID)
-			}
+		ch, ok := r.decode(rec, now)
+		if !ok {
+			return
 		}
+		if !rec.Attrs.IsTransactional() {
+			r.write(b, rec.Partition, rec.Offset, ch)
+			return
+		}
+		// Read again after an overflow, a transaction's end is known.
+		if commit, known := r.txns.known(rec); known {
+			if commit {
+				r.write(b, rec.Partition, rec.Offset, ch)
+			}
+			return
+		}
+		r.txns.add(rec, ch, now)
 	})
 	if len(next) == 0 {
 		return nil
 	}
+	// The store holds no pending record: a read started again from its
+	// offsets must read them again.
+	floor := r.txns.floor()
 	for p, o := range next {
+		if f, ok := floor[p]; ok && f < o {
+			o = f
+		}
 		b.SetOffset(p, o)
 	}
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("cancels: write the store: %w", err)
 	}
+	for p, o := range next {
+		r.txns.passed(p, o)
+	}
+	// Held ids before positions: once a round sees the positions, Check
+	// must see what the records up to them hold.
+	rewind := r.txns.replay()
+	r.publish(r.txns.takeDeltas())
 	r.mu.Lock()
 	for p, o := range next {
 		r.pos[p] = max(r.pos[p], o)
 	}
+	for p, o := range rewind {
+		r.pos[p] = min(r.pos[p], o)
+	}
 	r.mu.Unlock()
+	if len(rewind) > 0 {
+		r.readAgain(rewind)
+	}
 	signal(r.progress)
 	return nil
 }
 
-// expiry is when c can no longer call off a deadline that is still to be
-// forwarded: Grace after the deadline it names, or, without one, Grace
-// after the furthest deadline it can cover (MaxDelay after it was made).
-func (r *Reader) expiry(c tiers.Cancellation) time.Time {
-	if !c.Due.IsZero() {
-		return c.Due.Add(r.cfg.Grace)
+// readAgain moves the client back to read the partitions again from
+// offsets, after an overflow of the transactions' records (see txns).
+func (r *Reader) readAgain(offsets map[int32]int64) {
+	r.cfg.Logger.Warn("reading the cancellations again from where the records of transactions were dropped", "topic", r.cfg.Topic, "from", offsets)
+	set := make(map[int32]kgo.EpochOffset, len(offsets))
+	for p, o := range offsets {
+		set[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
-	return c.At.Add(r.cfg.MaxDelay + r.cfg.Grace)
+	r.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{r.cfg.Topic: set})
 }
 
-// rounds answers Want: each round notes the time, lists the end offsets of
-// the topic and waits until the positions reach them; every cancellation
-// acknowledged before the noted time is then in the store, and Covered
-// moves to it. Rounds run back to back while a later Covered is wanted.
-func (r *Reader) rounds(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.want:
-		}
-		for r.wanted.Load() > r.covered.Load() {
-			t0 := r.cfg.Clock.Now()
-			if err := r.round(ctx); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				r.cfg.Logger.Warn("listing the end of the cancellations failed; forwarding waits", "topic", r.cfg.Topic, "err", err)
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(roundRetry):
-				}
-				continue
-			}
-			if ns := t0.UnixNano(); ns > r.covered.Load() {
-				r.covered.Store(ns)
-				signal(r.advanced)
-			}
-		}
+// write adds what ch does to the task's cancellation to b: the record at
+// offset of partition counts, and replaces the pending records of its task
+// written before it in that partition.
+func (r *Reader) write(b *Batch, partition int32, offset int64, ch change) {
+	r.txns.supersede(ch.c.ID, partition, offset)
+	if ch.c.Withdrawn {
+		b.Withdraw(ch.c.ID)
+		return
 	}
+	b.Put(ch.c, ch.expires)
 }
 
-// round lists the end offsets and waits until every partition's position
-// has reached its end.
-func (r *Reader) round(ctx context.Context) error {
-	var ends map[int32]int64
-	var err error
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	if time.Since(r.partitionsChecked) >= partitionsEvery {
-		ends, err = r.checkPartitions(lctx)
-	} else {
-		ends, err = r.endOffsets(lctx)
+// decode reads rec, read at now, as a change of its task's cancellation.
+// A record that breaks the contract or the limits is reported and
+// withdraws the task's cancellation: the compacted topic keeps the latest
+// record of a key, valid or not, so the latest decides alike for every
+// router, whenever it reads the topic. ok is false for a record that can
+// concern no deadline (no key, or one longer than a deadline's).
+func (r *Reader) decode(rec *kgo.Record, now time.Time) (ch change, ok bool) {
+	if len(rec.Key) > r.cfg.MaxKeyBytes {
+		r.invalid(rec, &tiers.InvalidError{Reason: tiers.ReasonKeyTooLarge,
+			Detail: fmt.Sprintf("cancellation key of %d bytes; a deadline's is at most %d", len(rec.Key), r.cfg.MaxKeyBytes)})
+		return change{}, false
 	}
-	cancel()
+	c, err := tiers.DecodeCancellation(rec)
+	if err == nil && !c.Withdrawn && !c.Due.IsZero() && c.Due.Sub(c.At) > r.cfg.MaxDelay {
+		err = &tiers.InvalidError{Reason: tiers.ReasonDueTooFar, Detail: fmt.Sprintf("cancellation made at %s names a deadline due %s, more than the maximum delay %v after it",
+			c.At.UTC().Format(time.RFC3339Nano), c.Due.UTC().Format(time.RFC3339Nano), r.cfg.MaxDelay)}
+	}
 	if err != nil {
-		return err
-	}
-	if r.reached(ends) {
-		return nil // the common case: nothing new to read
-	}
-	// The fetches may not get there (a partition without a leader, a
-	// broker that does not answer): say so while every due deadline waits.
-	start := time.Now()
-	warn := time.NewTicker(stallWarn)
-	defer warn.Stop()
-	for !r.reached(ends) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-r.progress:
-		case <-warn.C:
-			r.cfg.Logger.Warn("the cancellations are not read up to their end; forwarding waits", "topic", r.cfg.Topic,
-				"waited", time.Since(start).Round(time.Second), "behind", r.behind(ends))
+		r.invalid(rec, err)
+		if len(rec.Key) == 0 {
+			return change{}, false
 		}
+		return change{c: tiers.Cancellation{ID: string(rec.Key), Withdrawn: true}}, true
 	}
-	return nil
+	if c.Withdrawn {
+		return change{c: c}, true
+	}
+	if c.At.After(now.Add(MaxAhead)) {
+		r.invalid(rec, &tiers.InvalidError{Reason: ReasonAhead, Detail: fmt.Sprintf("cancellation made at %s, more than %v after it was read at %s; it calls nothing off until then",
+			c.At.UTC().Format(time.RFC3339Nano), MaxAhead, now.UTC().Format(time.RFC3339Nano))})
+	}
+	if exp := r.expiry(c, now); exp.After(now) {
+		return change{c: c, expires: exp}, true
+	}
+	return change{c: tiers.Cancellation{ID: c.ID, Withdrawn: true}}, true
 }
 
-// behind returns the partitions whose position is short of ends, and by
-// how many offsets.
-func (r *Reader) behind(ends map[int32]int64) map[int32]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[int32]int64)
-	for p, end := range ends {
-		if r.pos[p] < end {
-			out[p] = end - r.pos[p]
-		}
+// ReasonAhead reports a cancellation stamped more than MaxAhead after the
+// router read it.
+const ReasonAhead tiers.Reason = "time_ahead"
+
+// invalid logs and reports a record that breaks the contract or the limits.
+func (r *Reader) invalid(rec *kgo.Record, err error) {
+	r.cfg.Logger.Warn("invalid cancellation", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+	if r.cfg.Invalid != nil {
+		r.cfg.Invalid(rec, err)
 	}
-	return out
 }
 
-// endOffsets lists the last stable offset of every partition being read, in
-// one ListOffsets request per broker and without a metadata request: a
-// round runs for every instant at which deadlines fall due.
-func (r *Reader) endOffsets(ctx context.Context) (map[int32]int64, error) {
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = r.cfg.Topic
-	r.mu.Lock()
-	for p := range r.pos {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp = p, -1 // -1: the end
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	r.mu.Unlock()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.IsolationLevel = 1 // read committed: the last stable offset
-	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
-	resp, err := req.RequestWith(ctx, r.cl)
-	if err != nil {
-		return nil, fmt.Errorf("cancels: list end offsets of %s: %w", r.cfg.Topic, err)
-	}
-	ends := make(map[int32]int64, len(rt.Partitions))
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("cancels: list end offsets of %s[%d]: %w", r.cfg.Topic, p.Partition, err)
-			}
-			ends[p.Partition] = p.Offset
-		}
-	}
-	return ends, nil
+// expiry is when c, read at now, can no longer call off a deadline that is
+// still to be forwarded: Grace after the furthest deadline it can cover,
+// which was scheduled at the latest when c was made and is due at most
+// MaxDelay after that, however late the router gets to it. A time ahead of
+// the router's clock counts as MaxAhead after now, so that a cancellation
+// stamped years ahead is not kept for years.
+func (r *Reader) expiry(c tiers.Cancellation, now time.Time) time.Time {
+	return minTime(c.At, now.Add(MaxAhead)).Add(r.cfg.MaxDelay + r.cfg.Grace)
 }
 
-// checkPartitions lists the start and end offsets of every partition of
-// the topic, and reads a partition added since the start from its start.
-func (r *Reader) checkPartitions(ctx context.Context) (map[int32]int64, error) {
-	starts, ends, err := r.listOffsets(ctx)
-	if err != nil {
-		return nil, err
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
 	}
-	r.partitionsChecked = time.Now()
-	r.mu.Lock()
-	added := make(map[int32]kgo.Offset)
-	for p, start := range starts {
-		if _, ok := r.pos[p]; !ok {
-			r.pos[p] = start
-			added[p] = kgo.NewOffset().At(start)
-		}
-	}
-	r.mu.Unlock()
-	if len(added) > 0 {
-		// The guarantee holds for the partitions the topic has
-		// (docs/cancel.md): a cancellation acknowledged in one of these
-		// before now may have missed its deadline, and a task's records
-		// in two partitions are no longer read in order.
-		r.cfg.Logger.Warn("partitions were added to the cancellations topic: cancellations acknowledged through them before now may have missed their deadlines, and a task's cancellations before and after are no longer read in order",
-			"topic", r.cfg.Topic, "partitions", len(added))
-		r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: added})
-	}
-	return ends, nil
-}
-
-// reached reports whether every partition's position is at or past ends.
-func (r *Reader) reached(ends map[int32]int64) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for p, end := range ends {
-		if r.pos[p] < end {
-			return false
-		}
-	}
-	return true
-}
-
-// sweep deletes expired cancellations every sweepEvery.
-func (r *Reader) sweep(ctx context.Context) {
-	t := time.NewTicker(sweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := r.store.Sweep(r.cfg.Clock.Now())
-		if err != nil {
-			r.cfg.Logger.Error("deleting expired cancellations failed", "err", err)
-			continue
-		}
-		if n > 0 {
-			r.cfg.Logger.Debug("deleted expired cancellations", "n", n)
-		}
-	}
+	return b
 }

@@ -33,16 +33,37 @@
 // # Reader
 //
 // A Reader consumes the whole topic into a Store (every router reads every
-// partition, so a rebalance moves no cancellation), reading committed
-// records only and keeping transaction markers, so that its positions pass
-// them. It starts from the offsets the store records, or from the start of
-// the topic. Covered answers the router's question before it forwards a due
-// deadline: "is every cancellation acknowledged before this instant in the
-// store?". Want asks for a round: note the time, list the topic's last
-// stable offsets, wait until the positions reach them; Covered then moves to
-// the noted time. Rounds run on demand, back to back while the router waits.
-// A cancellation is kept until Grace after the deadline it names, or, naming
-// none, Grace after MaxDelay from when it was made.
+// partition, so a rebalance moves no cancellation), from the offsets the
+// store records or from the start of the topic. Check answers the router's
+// question before it forwards a due deadline: "may it leave, or does a
+// cancellation acknowledged before it was due call it off?".
+//
+// Rounds make the answer sure: a round notes the time, lists the high
+// watermark of every partition and waits until the positions reach them;
+// every record acknowledged before the noted time has then been read, and
+// Covered moves to it. Want asks for a round at once; Prepare for one at a
+// time ahead, so that the deadlines the router will forward when it next
+// wakes find Covered past their due times (Lead says how long a round
+// takes).
+//
+// The Reader reads uncommitted records, so that a transaction another
+// writer leaves open cannot hide what was acknowledged after it began (a
+// reader of committed records stops at the last stable offset, which the
+// open transaction pins). A record written in a transaction is pending
+// until its transaction's marker: the deadlines of its task id are Held
+// meanwhile, and no others; a commit applies it, an abort drops it, and a
+// later record of its task id in its partition replaces it either way.
+// Pending records live in memory, bounded (see txns); the store's offsets
+// stay below the first of them, so a restart reads them again.
+//
+// A record outside the limits of a deadline (a key longer than a
+// deadline's, a due time further than MaxDelay from the cancellation's
+// time, a malformed header) is reported and withdraws its task's
+// cancellation, as the compacted topic, which keeps only that record,
+// tells a router that reads it later. A cancellation is kept until Grace
+// after the furthest deadline it can call off, MaxDelay after it was made,
+// however late the router reaches that deadline; one stamped more than
+// MaxAhead ahead of the router's clock calls nothing off until then.
 //
 // On disk, a cancellation is a key 'c'+id whose value is a flags byte and
 // varints (At in unix milliseconds, Due-At when Due is set, expiry-At),

@@ -20,9 +20,14 @@ import (
 
 // Defaults of ReaderConfig.
 const (
-	// DefaultGrace is how long a cancellation is kept after the deadline it
-	// names was due, for a deadline that is forwarded late.
+	// DefaultGrace is how long a cancellation is kept after the furthest
+	// deadline it can call off was due, for a router that reaches that
+	// deadline late.
 	DefaultGrace = time.Hour
+	// MaxAhead is how far a cancellation's time may run ahead of the
+	// router's clock: one stamped further ahead calls off nothing until the
+	// router's clock is within MaxAhead of it (see Check).
+	MaxAhead = 5 * time.Minute
 	// defaultFetchBytes bounds one fetch of the topic, so that a rebuild
 	// does not hold kgo's default 50 MiB of fetched records.
 	defaultFetchBytes = 1 << 20
@@ -60,23 +65,28 @@ type ReaderConfig struct {
 	// Kafka are the connection options (brokers, TLS, SASL).
 	Kafka []kgo.Opt
 	// MaxDelay is how far ahead a deadline can be due (the router's
-	// --max-delay): a cancellation without a due time is kept that long
-	// after it was made, plus Grace. Required.
+	// --max-delay): a cancellation is kept that long after it was made,
+	// plus Grace, and one naming a due time further from its own time is
+	// invalid. Required.
 	MaxDelay time.Duration
-	// Grace is how long a cancellation is kept after the deadline it names
-	// was due; default DefaultGrace.
+	// Grace is how long a cancellation is kept after the furthest deadline
+	// it can call off was due; default DefaultGrace.
 	Grace time.Duration
+	// MaxKeyBytes is the longest task id a deadline may have (the router's
+	// --max-key-bytes): a cancellation with a longer key can call off
+	// nothing and is invalid. Default tiers.DefaultMaxKeyBytes.
+	MaxKeyBytes int
 	// Clock is the time source; default the wall clock.
 	Clock clock.Clock
 	// Logger receives the reader's logs; default slog.Default().
 	Logger *slog.Logger
-	// Invalid is called for each record that breaks the contract (it is not
-	// applied); default none.
+	// Invalid is called for each record that breaks the contract or the
+	// limits, with an *tiers.InvalidError; default none.
 	Invalid func(rec *kgo.Record, err error)
 }
 
-// Reader reads the cancellations topic into a Store and tells how far its
-// reading goes in time (Covered). Every router reads the whole topic, so a
+// Reader reads the cancellations topic into a Store and tells whether a
+// due deadline may leave (Check). Every router reads the whole topic, so a
 // rebalance moves no cancellation. Create one with NewReader and start it
 // with Run.
 type Reader struct {
@@ -85,16 +95,30 @@ type Reader struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 
+	// applyMu is held by whoever applies records to the store and the
+	// transactions' tracker: the consume goroutine, and a round that ends
+	// orphaned transactions.
+	applyMu sync.Mutex
+	txns    *txns
+
 	mu  sync.Mutex
 	pos map[int32]int64 // next offset to read, per partition
+	// held counts the pending records of each task id written in
+	// transactions still open, as far as the store's batches go.
+	held   map[string]int
+	frozen bool // every task id is held (see txns)
 	// progress is signalled (capacity 1) after a batch is applied.
 	progress chan struct{}
 
 	partitionsChecked time.Time    // the rounds' goroutine's
 	applied           atomic.Int64 // records read so far
+	openTxns          atomic.Int64 // transactions open with pending records
+	oldestTxn         atomic.Int64 // unix ns the oldest of them was first read; 0 without one
 
-	covered  atomic.Int64 // unix ns; every cancellation acknowledged before it is in the store
+	covered  atomic.Int64 // unix ns; every cancellation acknowledged before it is read
 	wanted   atomic.Int64 // unix ns a round has been asked to cover
+	prepared atomic.Int64 // unix ns a round is asked to start at (see Prepare)
+	lead     atomic.Int64 // ns a round takes, recent average (see Lead)
 	want     chan struct{}
 	advanced chan struct{}
 }
@@ -108,17 +132,21 @@ func NewReader(cfg ReaderConfig, store *Store) (*Reader, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
 	}
+	if cfg.MaxKeyBytes <= 0 {
+		cfg.MaxKeyBytes = tiers.DefaultMaxKeyBytes
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	// Read committed, with the decompression cap of every reader.
 	opts := append(append(append([]kgo.Opt(nil), cfg.Kafka...), kafka.ReaderOpts(0)...),
-		// Control records (transaction markers) are kept so that the
-		// position passes them: the end offset a round waits for counts
-		// them.
+		// Uncommitted records too, so that a transaction left open holds
+		// only the task ids it wrote (see txns), not the whole topic
+		// behind its last stable offset.
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+		// Control records (transaction markers) end the transactions.
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxBytes(defaultFetchBytes),
 		kgo.FetchMaxPartitionBytes(defaultFetchBytes),
@@ -129,42 +157,14 @@ func NewReader(cfg ReaderConfig, store *Store) (*Reader, error) {
 	}
 	return &Reader{
 		cfg: cfg, store: store, cl: cl, adm: kadm.NewClient(cl),
+		txns:     newTxns(),
 		pos:      make(map[int32]int64),
+		held:     make(map[string]int),
 		progress: make(chan struct{}, 1),
 		want:     make(chan struct{}, 1),
 		advanced: make(chan struct{}, 1),
 	}, nil
 }
-
-// Covered returns the instant up to which every cancellation acknowledged
-// by the brokers is in the store; zero until the first read of the topic
-// reaches its end.
-func (r *Reader) Covered() time.Time {
-	ns := r.covered.Load()
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
-}
-
-// Want asks for Covered to reach t; Advanced is signalled when Covered
-// moves.
-func (r *Reader) Want(t time.Time) {
-	ns := max(t.UnixNano(), 1) // 0 is "nothing covered"
-	for {
-		cur := r.wanted.Load()
-		if cur >= ns || r.wanted.CompareAndSwap(cur, ns) {
-			break
-		}
-	}
-	signal(r.want)
-}
-
-// Advanced is signalled (capacity 1) each time Covered moves.
-func (r *Reader) Advanced() <-chan struct{} { return r.advanced }
-
-// Lookup returns the cancellation of task id, if there is one.
-func (r *Reader) Lookup(id string) (tiers.Cancellation, bool, error) { return r.store.Lookup(id) }
 
 // Run reads until ctx is canceled, then closes the client. It returns an
 // error when the topic cannot be read at the start.
@@ -288,8 +288,8 @@ func (r *Reader) topicID(ctx context.Context) ([]byte, error) {
 	return id[:], nil
 }
 
-// listOffsets returns the start and the last stable (committed) end offset
-// of every partition of the topic.
+// listOffsets returns the start and the end offset (high watermark) of
+// every partition of the topic.
 func (r *Reader) listOffsets(ctx context.Context) (starts, ends map[int32]int64, err error) {
 	so, err := r.adm.ListStartOffsets(ctx, r.cfg.Topic)
 	if err == nil {
@@ -298,7 +298,7 @@ func (r *Reader) listOffsets(ctx context.Context) (starts, ends map[int32]int64,
 	if err != nil {
 		return nil, nil, fmt.Errorf("cancels: list start offsets of %s: %w", r.cfg.Topic, err)
 	}
-	eo, err := r.adm.ListCommittedOffsets(ctx, r.cfg.Topic)
+	eo, err := r.adm.ListEndOffsets(ctx, r.cfg.Topic)
 	if err == nil {
 		err = eo.Error()
 	}

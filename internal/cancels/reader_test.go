@@ -155,14 +155,17 @@ func TestReaderResumes(t *testing.T) {
 	produce(t, cl, tiers.Cancellation{ID: "b", At: now, Due: now.Add(time.Minute)})
 	produce(t, cl, tiers.Cancellation{ID: "gone", At: now})
 	produce(t, cl, tiers.Cancellation{ID: "gone", At: now, Withdrawn: true})
-	produce(t, cl, tiers.Cancellation{ID: "expired", At: now, Due: now.Add(-2 * DefaultGrace)})
+	// Kept until the grace after the furthest deadline it can cover, not
+	// after the one it names: a router may reach that deadline late.
+	produce(t, cl, tiers.Cancellation{ID: "named", At: now, Due: now.Add(-2 * DefaultGrace)})
+	produce(t, cl, tiers.Cancellation{ID: "expired", At: now.Add(-time.Hour - 2*DefaultGrace)}) // MaxDelay is an hour
 	b.cover(t)
 	b.stop()
 
 	b2 := startReader(t, c, dir)
 	produce(t, cl, tiers.Cancellation{ID: "c", At: now})
 	b2.cover(t)
-	for id, want := range map[string]bool{"a": true, "b": true, "c": true, "gone": false, "expired": false} {
+	for id, want := range map[string]bool{"a": true, "b": true, "c": true, "named": true, "gone": false, "expired": false} {
 		got, ok, err := b2.r.Lookup(id)
 		if err != nil || ok != want {
 			t.Errorf("%s: found %v (%+v), %v; want found %v", id, ok, got, err, want)
@@ -171,8 +174,8 @@ func TestReaderResumes(t *testing.T) {
 			t.Errorf("b: %+v, want the later cancellation, of the deadline due in a minute", got)
 		}
 	}
-	if n := b2.r.store.Len(); n != 3 {
-		t.Errorf("store holds %d cancellations, want 3", n)
+	if n := b2.r.store.Len(); n != 4 {
+		t.Errorf("store holds %d cancellations, want 4", n)
 	}
 }
 
