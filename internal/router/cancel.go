@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,30 +14,32 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// A due deadline is checked against the cancellations before it leaves:
+// A due deadline is checked against the cancellations before it leaves
+// (cancels.Reader.Check):
 //
-//  1. gate: it waits until the cancellations reader has read every
-//     cancellation acknowledged before the deadline was due (Covered at or
-//     after its due time). A cancellation acknowledged in time is then in
-//     the store, whatever partition or router it went through.
-//  2. look up: a cancellation of its task that covers it (tiers.Cancellation
-//     Covers) drops it: an outcome event "cancelled" goes to the outcomes
-//     topic instead of the record to its target, and its offset is done
-//     once that event is acknowledged.
+//  1. gate: it waits until the cancellations reader has read every record
+//     acknowledged before the deadline was due (Unread), and, when a
+//     transaction still open wrote a record of its task id, until that
+//     transaction ends (Held). A cancellation acknowledged in time is then
+//     in the store, whatever partition or router it went through.
+//  2. look up: a cancellation of its task that covers it drops it: an
+//     outcome event "cancelled" goes to the outcomes topic instead of the
+//     record to its target, and its offset is done once that event is
+//     acknowledged.
 //
 // A gated entry counts as being produced in its partition: a revoke or a
 // stop waits for it, bounded, like a produce in flight.
 
 // openCancellations opens the store and the reader of cfg.
-func openCancellations(cfg Config, o Options, invalid prometheus.Counter) (*cancels.Store, *cancels.Reader, error) {
+func openCancellations(cfg Config, o Options, invalid *prometheus.CounterVec) (*cancels.Store, *cancels.Reader, error) {
 	store, err := cancels.Open(cancels.Options{Dir: cfg.CancellationsDir})
 	if err != nil {
 		return nil, nil, fmt.Errorf("router: open the store of cancellations (--cancellations-dir): %w", err)
 	}
 	rd, err := cancels.NewReader(cancels.ReaderConfig{
 		Topic: cfg.Cancellations, Kafka: o.Kafka, MaxDelay: cfg.MaxDelay, Grace: cfg.CancellationGrace,
-		Clock: o.Clock, Logger: o.Logger,
-		Invalid: func(*kgo.Record, error) { invalid.Inc() },
+		MaxKeyBytes: cfg.Limits.WithDefaults().KeyBytes, Clock: o.Clock, Logger: o.Logger,
+		Invalid: func(_ *kgo.Record, err error) { invalid.WithLabelValues(invalidReason(err)).Inc() },
 	}, store)
 	if err != nil {
 		store.Close()
@@ -45,22 +48,62 @@ func openCancellations(cfg Config, o Options, invalid prometheus.Counter) (*canc
 	return store, rd, nil
 }
 
-// cleared reports whether e may leave: the reader has covered its due time.
-// Otherwise e waits in r.gated until it has.
-func (r *Router) cleared(e *entry) bool {
-	if !r.cancels.Covered().Before(e.meta.Due) {
-		return true
+// invalidReason is the reason label of an invalid cancellation.
+func invalidReason(err error) string {
+	if ie, ok := errors.AsType[*tiers.InvalidError](err); ok {
+		return string(ie.Reason)
 	}
-	e.own()
-	e.state = stateGated
-	e.part.producing++
-	r.gated = append(r.gated, e)
-	r.cancels.Want(e.meta.Due)
-	return false
+	return "other"
 }
 
-// ungate forwards the gated entries whose due time the reader has covered,
-// and lets go of those of partitions that are gone.
+// mayLeave checks e, due, against the cancellations: true when it may
+// leave now. Otherwise it waits in r.gated (see gate), or it is dropped as
+// cancelled.
+func (r *Router) mayLeave(e *entry, now time.Time) bool {
+	v, c, err := r.cancels.Check(cancels.Deadline{ID: string(e.rec.Key), Scheduled: scheduledOf(e), Deadline: deadlineOf(e), Due: e.meta.Due}, now)
+	switch {
+	case err != nil:
+		// The store cannot be read: nothing may leave unchecked.
+		if r.fatal == nil {
+			r.fatal = fmt.Errorf("router: look up a cancellation: %w", err)
+		}
+		r.log.Error("the store of cancellations cannot be read; stopping", "err", err)
+		r.gate(e, false)
+		return false
+	case v == cancels.Unread:
+		r.gate(e, false)
+		r.cancels.Want(e.meta.Due)
+		return false
+	case v == cancels.Held:
+		r.gate(e, true)
+		return false
+	}
+	if now.Sub(e.meta.Due) > r.cfg.CancellationGrace {
+		// Checked later than the grace the store keeps cancellations for
+		// beyond the furthest deadline they can cover.
+		r.metrics.lateChecks.Inc()
+	}
+	if v == cancels.Cancelled {
+		r.dropCancelled(e, c, now)
+		return false
+	}
+	return true
+}
+
+// gate makes e wait in r.gated for the cancellations reader: until it has
+// read far enough, or, held, until a transaction that wrote e's task id
+// ends.
+func (r *Router) gate(e *entry, held bool) {
+	e.own()
+	e.state = stateGated
+	e.held = held
+	e.part.producing++
+	r.gated = append(r.gated, e)
+}
+
+// ungate checks again the gated entries that the reader may have cleared
+// (Covered at or after their due time), and lets go of those of
+// partitions that are gone.
 func (r *Router) ungate() {
 	if len(r.gated) == 0 {
 		return
@@ -80,7 +123,7 @@ func (r *Router) ungate() {
 	now := r.clock.Now()
 	for _, e := range ready {
 		e.part.producing--
-		e.state = 0
+		e.state, e.held = 0, false
 		if e.part.gone {
 			r.release(e) // read again by the partition's next owner
 			continue
@@ -101,25 +144,10 @@ func (r *Router) dropGated() {
 	r.gated = r.gated[:0]
 }
 
-// cancelled reports whether a cancellation of e's task covers it and, if
-// one does, drops e: its outcome event goes to the outcomes topic.
-func (r *Router) cancelled(e *entry, now time.Time) bool {
-	c, ok, err := r.cancels.Lookup(string(e.rec.Key))
-	if err != nil {
-		// The store cannot be read: nothing may leave unchecked.
-		if r.fatal == nil {
-			r.fatal = fmt.Errorf("router: look up a cancellation: %w", err)
-		}
-		r.log.Error("the store of cancellations cannot be read; stopping", "err", err)
-		return false
-	}
-	deadline := e.meta.Due
-	if !e.meta.Deadline.IsZero() {
-		deadline = e.meta.Deadline
-	}
-	if !ok || !c.Covers(scheduledOf(e), deadline) {
-		return false
-	}
+// dropCancelled drops e, which c cancels: its outcome event goes to the outcomes
+// topic.
+func (r *Router) dropCancelled(e *entry, c tiers.Cancellation, now time.Time) {
+	deadline := deadlineOf(e)
 	ev := outcome.Event{
 		V: outcome.Version, TaskID: string(e.rec.Key), Kind: e.meta.Kind, Outcome: outcome.Cancelled,
 		Detail:  "cancelled at " + c.At.UTC().Format(time.RFC3339Nano),
@@ -129,7 +157,15 @@ func (r *Router) cancelled(e *entry, now time.Time) bool {
 		Topic: e.rec.Topic, Partition: e.rec.Partition, Offset: e.rec.Offset,
 	}
 	r.produce(&flight{e: e, out: ev.Record(r.cfg.Outcomes, now, r.cfg.OutcomesKey), kind: kindCancelled})
-	return true
+}
+
+// deadlineOf is e's original due time: a retry of its close keeps it in
+// hourglass-deadline while its own due time moves on.
+func deadlineOf(e *entry) time.Time {
+	if !e.meta.Deadline.IsZero() {
+		return e.meta.Deadline
+	}
+	return e.meta.Due
 }
 
 // scheduledOf is when e's task was scheduled: its hourglass-scheduled

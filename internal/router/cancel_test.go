@@ -1,12 +1,16 @@
 package router
 
 import (
+	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/cancels"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/record"
@@ -187,5 +191,144 @@ func TestCancelAfterRestart(t *testing.T) {
 	b2.read(t, b.cfg.Target, "fires", 1)
 	if ev := b2.outcomeOf(t, "kept"); ev.Outcome != outcome.Cancelled {
 		t.Errorf("outcome %+v, want cancelled", ev)
+	}
+}
+
+// TestCancelBehindOpenTransaction: a writer begins a transaction on the
+// cancellations topic and leaves it open (a hostile client, or a service
+// killed in the middle of a reschedule). Cancellations acknowledged after
+// it, five seconds before their deadlines, still stop every deadline; the
+// open transaction holds only the deadline of the task id it wrote, until
+// it aborts.
+func TestCancelBehindOpenTransaction(t *testing.T) {
+	table, _ := tiers.Parse("10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	txn, err := kgo.NewClient(seeds, kgo.TransactionalID(b.cfg.Prefix+"open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := tiers.BuildCancellation(b.cfg.Prefix, tiers.Cancellation{ID: "in-txn", At: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Topic = b.cfg.Cancellations
+	if err := txn.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		id := "paid-" + strconv.Itoa(i)
+		b.produce(t, topic, id, t0, t0.Add(5*time.Second))
+		b.cancel(t, tiers.Cancellation{ID: id, At: t0})
+	}
+	b.produce(t, topic, "in-txn", t0, t0.Add(5*time.Second))
+	b.produce(t, topic, "unpaid", t0, t0.Add(5*time.Second))
+	b.waitArmed(t, t0.Add(5*time.Second))
+	before := b.router.Stats()
+	b.clock.Advance(5 * time.Second)
+	b.waitStats(t, func(s Stats) bool {
+		return s.Cancelled == before.Cancelled+n && s.Forwarded == before.Forwarded+1 && s.HeldByTransaction == 1
+	})
+	b.read(t, b.cfg.Target, "unpaid", 1)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+2 && s.Gated == 0 })
+	b.read(t, b.cfg.Target, "in-txn", 1)
+	if s := b.router.Stats(); s.Cancelled != before.Cancelled+n {
+		t.Errorf("stats %+v: want %d cancelled", s, n)
+	}
+}
+
+// TestCancelCheckedLate: a router that reaches a deadline 61 minutes after
+// it was due (an outage longer than --cancellation-grace) still finds the
+// cancellation that named it: a cancellation is kept as long as a deadline
+// it covers can exist. The late check is counted.
+func TestCancelCheckedLate(t *testing.T) {
+	table, _ := tiers.Parse("10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	due := t0.Add(5 * time.Second)
+	b.produce(t, topic, "late", t0, due)
+	b.cancel(t, tiers.Cancellation{ID: "late", At: t0, Due: due})
+	b.waitArmed(t, due)
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	fc := clock.NewFake(due.Add(61 * time.Minute))
+	b2 := start(t, b.cfg, fc, b.cl)
+	b2.waitStats(t, func(s Stats) bool { return s.Cancelled+s.Forwarded >= 1 })
+	if s := b2.router.Stats(); s.Cancelled != 1 {
+		t.Fatalf("stats %+v: the deadline checked 61 minutes late was not cancelled", s)
+	}
+	if ev := b2.outcomeOf(t, "late"); ev.Outcome != outcome.Cancelled {
+		t.Errorf("outcome %+v, want cancelled", ev)
+	}
+	if n := testutil.ToFloat64(b2.router.metrics.lateChecks); n != 1 {
+		t.Errorf("late checks %v, want 1", n)
+	}
+}
+
+// TestCancellationLimits: records of the cancellations topic outside the
+// limits of a deadline neither fill the store nor call anything off: keys
+// longer than a deadline's, a due time further from the cancellation than
+// --max-delay (the year 31 million), a time a century ahead of the
+// router's clock (it would cover every deadline its task is yet to be
+// given). An invalid record withdraws its task's cancellation, as the
+// compacted topic, which keeps only that record, would tell a router that
+// reads it later. Each is counted by reason.
+func TestCancellationLimits(t *testing.T) {
+	table, _ := tiers.Parse("10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	big, err := kgo.NewClient(seeds, kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	const bigKeys = 5
+	for i := range bigKeys {
+		key := strings.Repeat(strconv.Itoa(i), 600<<10)
+		rec := &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte(key), Value: []byte{}, Timestamp: t0}
+		if err := big.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	far := &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte("far"), Value: []byte{}, Timestamp: t0,
+		Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("978000000000000000")}}}
+	b.produceRec(t, far)
+	b.cancel(t, tiers.Cancellation{ID: "ahead", At: t0.AddDate(100, 0, 0)})
+	b.cancel(t, tiers.Cancellation{ID: "replaced", At: t0})
+	b.produceRec(t, &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte("replaced"), Value: []byte{}, Timestamp: t0,
+		Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("soon")}}})
+	sched := kgo.RecordHeader{Key: tiers.HeaderScheduled, Value: tiers.FormatMillis(t0.Add(time.Second))}
+	b.produceRec(t, delayRecord(topic, "ahead", t0, t0.Add(5*time.Second), sched))
+	b.produce(t, topic, "replaced", t0, t0.Add(5*time.Second))
+	b.waitArmed(t, t0.Add(5*time.Second))
+	before := b.router.Stats()
+	b.clock.Advance(5 * time.Second)
+	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+2 })
+	if s := b.router.Stats(); s.Cancelled != before.Cancelled {
+		t.Errorf("stats %+v: a deadline was cancelled", s)
+	}
+	if n := b.router.store.Len(); n != 1 {
+		t.Errorf("the store holds %d cancellations, want 1 (ahead, which calls nothing off now)", n)
+	}
+	for reason, want := range map[tiers.Reason]float64{tiers.ReasonKeyTooLarge: bigKeys, tiers.ReasonDueTooFar: 1, cancels.ReasonAhead: 1, tiers.ReasonDueNotNumber: 1} {
+		if n := testutil.ToFloat64(b.router.metrics.invalidCancellations.WithLabelValues(string(reason))); n != want {
+			t.Errorf("invalid cancellations %s: %v, want %v", reason, n, want)
+		}
 	}
 }

@@ -275,10 +275,10 @@ func (r *Router) fire(now time.Time) {
 }
 
 // forward produces e to its target topic, unless it is cancelled: once
-// the cancellations reader has covered its due time (see cleared), a
+// the cancellations reader has read up to its due time (see mayLeave), a
 // cancellation of its task drops it.
 func (r *Router) forward(e *entry, now time.Time) {
-	if !r.cleared(e) || r.cancelled(e, now) {
+	if !r.mayLeave(e, now) {
 		return
 	}
 	if late := now.Sub(e.meta.Due); late < 0 {

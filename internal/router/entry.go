@@ -24,8 +24,7 @@ const (
 	stateRetry
 	// being produced onward: waiting for room at its target or in flight.
 	stateProducing
-	// due, waiting for the cancellations reader to cover its due time
-	// (Router.gated).
+	// due, waiting for the cancellations reader (Router.gated).
 	stateGated
 )
 
@@ -53,6 +52,7 @@ type entry struct {
 	again *flight
 
 	owned bool // rec is a copy of its own (see own)
+	held  bool // gated while a transaction that wrote its task id is open
 }
 
 // entryOverhead is what an entry costs beyond its record's bytes: the

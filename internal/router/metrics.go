@@ -22,7 +22,8 @@ type metrics struct {
 	held        *prometheus.GaugeVec
 	cancelled   prometheus.Counter
 
-	invalidCancellations prometheus.Counter
+	invalidCancellations *prometheus.CounterVec
+	lateChecks           prometheus.Counter
 
 	hops map[[2]time.Duration]prometheus.Counter // hopped by (from, to); the loop's
 }
@@ -57,11 +58,13 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats, now fun
 			Help: "Records held in memory waiting out their tier, by tier."}, []string{"tier"}),
 		cancelled: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "cancelled_total",
 			Help: "Due records dropped because a cancellation of their task covers them; an outcome event \"cancelled\" reports each."}),
-		invalidCancellations: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "invalid_cancellations_total",
-			Help: "Records of the cancellations topic that break the contract, not applied (the log names each one's offset and reason)."}),
+		invalidCancellations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "invalid_cancellations_total",
+			Help: "Records of the cancellations topic that break the contract or the limits, by reason: each withdraws its task's cancellation, or calls nothing off (the log names each one's offset)."}, []string{"reason"}),
+		lateChecks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "late_checks_total",
+			Help: "Due records checked against the cancellations more than --cancellation-grace after they fell due: a cancellation made more than --max-delay before may be gone."}),
 		hops: make(map[[2]time.Duration]prometheus.Counter),
 	}
-	reg.MustRegister(m.cancelled, m.invalidCancellations, m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held)
+	reg.MustRegister(m.cancelled, m.invalidCancellations, m.lateChecks, m.forwarded, m.hopped, m.deadLetters, m.early, m.lateness, m.overrun, m.held)
 	registerStats(reg, st, now)
 	// Start every tier's series at zero, so that rates and alerts see them
 	// before the first event.
@@ -81,14 +84,32 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats, now fun
 		tiers.ReasonValueTooLarge, tiers.ReasonBatchTooLarge, reasonProduceFailed} {
 		m.deadLetters.WithLabelValues(string(r))
 	}
+	for _, r := range []tiers.Reason{tiers.ReasonKeyMissing, tiers.ReasonKeyTooLarge, tiers.ReasonDueTooFar, tiers.ReasonDueNotNumber,
+		tiers.ReasonHeaderInvalid, cancels.ReasonAhead, tiers.ReasonBatchTooLarge} {
+		m.invalidCancellations.WithLabelValues(string(r))
+	}
 	return m
 }
 
-// registerStore registers the gauge of the cancellations in store.
-func (m *metrics) registerStore(reg prometheus.Registerer, store *cancels.Store) {
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "hourglass", Subsystem: "router", Name: "cancellations",
-		Help: "Cancellations held in the on-disk store, until their deadline (and --cancellation-grace) has passed."},
+// registerStore registers the gauges of the cancellations in store and of
+// the transactions rd sees open.
+func (m *metrics) registerStore(reg prometheus.Registerer, store *cancels.Store, rd *cancels.Reader, now func() time.Time) {
+	const ns, sub = "hourglass", "router"
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "cancellations",
+		Help: "Cancellations held in the on-disk store, until --cancellation-grace after the furthest deadline each can call off (--max-delay after it was made)."},
 		func() float64 { return float64(store.Len()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "cancellation_transactions",
+		Help: "Transactions open on the cancellations topic whose records hold task ids: the due deadlines of those task ids wait until each commits or aborts."},
+		func() float64 { n, _ := rd.OpenTransactions(); return float64(n) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "cancellation_transaction_age_seconds",
+		Help: "How long the oldest transaction open on the cancellations topic has been seen open; 0 without one."},
+		func() float64 {
+			_, first := rd.OpenTransactions()
+			if first.IsZero() {
+				return 0
+			}
+			return max(now().Sub(first).Seconds(), 0)
+		}))
 }
 
 func load(v *atomic.Int64) func() float64 { return func() float64 { return float64(v.Load()) } }
@@ -106,7 +127,8 @@ func registerStats(reg prometheus.Registerer, st *stats, now func() time.Time) {
 		{"produce_waiting_records", "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight.", false, &st.queued},
 		{"handed_off_total", "Held records put back into Kafka at a revoke or a stop.", true, &st.handedOff},
 		{"timer_records", "Records held in the in-memory timer for a delay shorter than the smallest tier.", false, &st.timer},
-		{"gated_records", "Due records waiting for the cancellations reader to read up to their due time; above 0 for long, nothing is forwarded.", false, &st.gated},
+		{"gated_records", "Due records waiting for the cancellations reader: to read up to their due time (above 0 for long, nothing is forwarded), or for a transaction that wrote their task id to end.", false, &st.gated},
+		{"transaction_held_records", "Due records waiting for a transaction still open on the cancellations topic that wrote their task id; they wait until it commits or aborts.", false, &st.heldByTxn},
 		{"paused_partitions", "Partitions paused because they hold --max-held-per-partition records or --max-held-bytes-per-partition bytes.", false, &st.paused},
 	} {
 		if s.counter {

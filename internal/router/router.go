@@ -44,7 +44,7 @@ type Router struct {
 	sent       int                // produces in the client, not yet completed
 	timerBytes int
 	checked    map[string]string // target topic -> why it is refused ("" allowed)
-	gated      []*entry          // due, waiting for the cancellations reader (see cleared)
+	gated      []*entry          // due, waiting for the cancellations reader (see mayLeave)
 	fatal      error             // stops the router: another member took its instance id, a consumed topic was created again
 	repurge    *kafka.Repurger   // purges topics created again from the producer
 
@@ -119,7 +119,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		return nil, err
 	}
 	r.store, r.cancels, r.readerDone = store, rd, make(chan error, 1)
-	r.metrics.registerStore(o.Registerer, store)
+	r.metrics.registerStore(o.Registerer, store, rd, r.clock.Now)
 	for _, d := range cfg.Tiers.Durations() {
 		r.tierOf[tiers.Topic(cfg.Prefix, d)] = d
 		r.topicOf[d] = tiers.Topic(cfg.Prefix, d)
@@ -281,6 +281,19 @@ func (r *Router) armTimer(t clock.Timer) {
 	}
 	t.Reset(at.Sub(r.clock.Now()))
 	r.wakeAt.Store(at.UnixNano())
+	if (e.state == stateTimer || e.state == stateWaiting) && !e.meta.Due.After(at) {
+		// It will be forwarded when the timer fires: have the reader read
+		// the cancellations up to its due time by then, so that it leaves
+		// without waiting for a round (see cancels.Reader.Prepare).
+		r.cancels.Prepare(laterOf(e.meta.Due, at.Add(-r.cancels.Lead())))
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // shutdown stops polling, hands off everything held and waits (bounded) for
@@ -326,6 +339,13 @@ wait:
 // gauges (stats.gated, stats.stalled).
 func (r *Router) noteBusy() {
 	r.stats.gated.Store(int64(len(r.gated)))
+	held := 0
+	for _, e := range r.gated {
+		if e.held {
+			held++
+		}
+	}
+	r.stats.heldByTxn.Store(int64(held))
 	switch busy := r.sent > 0 || len(r.gated) > 0 || len(r.waitingFor) > 0; {
 	case !busy:
 		r.stats.busySince.Store(0)

@@ -18,6 +18,7 @@ type stats struct {
 	deadLetterRetries               atomic.Int64
 	held                            atomic.Int64 // records waiting out their tier or in the timer now
 	gated                           atomic.Int64 // due records waiting for the cancellations reader now
+	heldByTxn                       atomic.Int64 // of those, records waiting for a transaction to end
 	// busySince is when the router last went from holding no due record
 	// (gated, produced and not acknowledged, or waiting for room) to
 	// holding some, and lastAck when a produce was last acknowledged; unix
@@ -50,6 +51,10 @@ type Stats struct {
 	// Held counts the records held now, waiting out their tier or in the
 	// timer.
 	Held int64
+	// Gated counts the due records waiting for the cancellations reader
+	// now, and HeldByTransaction those of them whose task id a transaction
+	// still open wrote.
+	Gated, HeldByTransaction int64
 }
 
 // Stats returns the counters.
@@ -64,5 +69,7 @@ func (r *Router) Stats() Stats {
 		HeldBytes:         r.stats.heldBytes.Load(),
 		DeadLetterRetries: r.stats.deadLetterRetries.Load(),
 		Held:              r.stats.held.Load(),
+		Gated:             r.stats.gated.Load(),
+		HeldByTransaction: r.stats.heldByTxn.Load(),
 	}
 }
