@@ -346,7 +346,9 @@ func (r *Router) noteBusy() {
 		}
 	}
 	r.stats.heldByTxn.Store(int64(held))
-	switch busy := r.sent > 0 || len(r.gated) > 0 || len(r.waitingFor) > 0; {
+	// Records held by a transaction wait for another writer, not for the
+	// router: HourglassCancellationTransactionOpen says so, not a stall.
+	switch busy := r.sent > 0 || len(r.gated) > held || len(r.waitingFor) > 0; {
 	case !busy:
 		r.stats.busySince.Store(0)
 	case r.stats.busySince.Load() == 0:
