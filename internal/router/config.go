@@ -70,7 +70,8 @@ type Config struct {
 	// the topic at every start.
 	CancellationsDir string
 	// CancellationGrace is how long a cancellation is kept after the
-	// deadline it names was due, for a deadline forwarded late; default
+	// furthest deadline it can call off was due (MaxDelay after it was
+	// made), for a deadline the router reaches late; default
 	// cancels.DefaultGrace (1h).
 	CancellationGrace time.Duration
 	// OutcomesKey, when set, signs the outcome events the router produces
@@ -163,7 +164,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.StringVar(&c.Cancellations, "cancellations-topic", env("cancellations-topic"), "", "compacted `topic` of cancellations, never a target (default <prefix>cancellations)")
 	fs.StringVar(&c.CancellationsDir, "cancellations-dir", env("cancellations-dir"), "",
 		"`directory` of the on-disk store of cancellations; keep it on a volume to skip rereading the topic after a restart (default: a temporary directory)")
-	fs.DurationVar(&c.CancellationGrace, "cancellation-grace", env("cancellation-grace"), cancels.DefaultGrace, "how long a cancellation is kept after its deadline was due")
+	fs.DurationVar(&c.CancellationGrace, "cancellation-grace", env("cancellation-grace"), cancels.DefaultGrace, "how long a cancellation is kept after the furthest deadline it can call off was due (--max-delay after it was made)")
 	fs.StringsVar(&c.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
 		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
 	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
