@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -123,7 +124,11 @@ func Open(o Options) (*Store, error) {
 	}
 	s := &Store{dir: o.Dir, seen: map[string]entry{}}
 	s.keys.New = func() any { return new([]byte) }
-	if s.dir == "" {
+	if s.dir != "" {
+		if err := privateDir(s.dir); err != nil {
+			return nil, err
+		}
+	} else {
 		removeStale(os.TempDir())
 		dir, err := os.MkdirTemp("", tempPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
@@ -157,6 +162,7 @@ func Open(o Options) (*Store, error) {
 // table found missing or corrupt.
 func pebbleOptions(cache *pebble.Cache, dir string, fail func(error)) *pebble.Options {
 	o := &pebble.Options{
+		FS:     privateFS{vfs.Default},
 		Logger: pebbleLogger{dir: dir},
 		// Pebble's defaults log each failed flush attempt (it tries again
 		// at once, without end: millions of lines a minute) and panic on a

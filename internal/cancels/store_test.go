@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -570,5 +571,48 @@ func TestOpenDirInUse(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "in use by another process") {
 		t.Errorf("error %q does not say the directory is in use", err)
+	}
+}
+
+// TestStorePrivate: a persistent store's directory and files are its
+// owner's alone, whether Open creates the directory or finds it open to
+// others: they hold task ids.
+func TestStorePrivate(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "store")
+		if existing {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := Open(Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := s.NewBatch()
+		b.Put(tiers.Cancellation{ID: "order-1", At: time.Now()}, time.Now().Add(time.Hour))
+		b.SetOffset(0, 1)
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil { // flushes a table
+			t.Fatal(err)
+		}
+		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("existing directory %v: %s has mode %v, open to others", existing, path, fi.Mode().Perm())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
