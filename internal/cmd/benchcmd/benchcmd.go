@@ -49,6 +49,7 @@ type benchResult struct {
 	// instance, the restarted one after a kill.
 	Kill    *killResult    `json:"kill,omitempty"`
 	Hostile *hostileResult `json:"hostile,omitempty"`
+	Writers *writersResult `json:"writers,omitempty"`
 	DB      *dbResult      `json:"db,omitempty"`
 }
 
@@ -221,9 +222,16 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 		fires peak
 		kill  killWatch
 	)
+	w, err := r.startWriters(ctx)
+	if err != nil {
+		return err
+	}
 	t.OnEvent = func(ev outcome.Event, first bool) {
 		fires.see(first)
 		kill.see(ev, first, c.kill)
+		if first {
+			w.see(ev)
+		}
 	}
 	defer embedded.GoWatch(ctx, r.seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
 
@@ -241,7 +249,13 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 	hostileCtx, stopHostile := context.WithCancel(ctx)
 	defer stopHostile()
 	r.startSide(killCtx, hostileCtx, &side, &kill, start, stderr)
-	produced, maxDelay, err := r.schedule(ctx, t, &fires, start, stderr)
+	if w.txn != nil {
+		side.Go(func() { w.abort(killCtx, stderr) })
+	}
+	if c.cancelFlood > 0 {
+		side.Go(func() { w.flood(hostileCtx, r, stderr) })
+	}
+	produced, maxDelay, err := r.schedule(ctx, t, &fires, w, start, stderr)
 	if err != nil {
 		return err
 	}
@@ -255,6 +269,7 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	res.FireRate, res.FireRatePeak = fires.rate(res.Fired), fires.max
 	res.Steady = st.result()
+	res.Writers = w.result(c)
 	for _, ev := range t.LateSample() {
 		fmt.Fprintf(stderr, "bench: late: %s due %d scheduled %d forwarded %+d closed %+d ms, path %s\n",
 			ev.TaskID, ev.DueMs, ev.ScheduledMs, ev.ForwardedMs-ev.DueMs, ev.ClosedMs-ev.DueMs, ev.Path)
@@ -268,6 +283,9 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	if res.Lost > 0 || res.Early > 0 {
 		return fmt.Errorf("bench: %d orders lost, %d fired early", res.Lost, res.Early)
+	}
+	if res.Writers != nil && res.Writers.Leaked > 0 {
+		return fmt.Errorf("bench: %d orders cancelled before they were due were closed", res.Writers.Leaked)
 	}
 	if dbErr != nil {
 		return dbErr
@@ -301,7 +319,7 @@ func (r *rig) startSide(killCtx, hostileCtx context.Context, side *sync.WaitGrou
 
 // schedule schedules the orders of the workload at --rate and flushes them;
 // it returns how many it scheduled and the longest delay among them.
-func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, start time.Time, stderr io.Writer) (int, time.Duration, error) {
+func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, w *writers, start time.Time, stderr io.Writer) (int, time.Duration, error) {
 	wl, _ := newWorkload(r.c.delays)
 	rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), 1))
 	var maxDelay time.Duration
@@ -310,9 +328,7 @@ func (r *rig) schedule(ctx context.Context, t *embedded.Tally, fires *peak, star
 		maxDelay = max(maxDelay, d)
 		id := r.taskID(i)
 		r.s.ScheduleAsync(ctx, tiers.Task{ID: id, Due: time.Now().Add(d)}, nil)
-		if r.c.cancelRatio > 0 && rng.Float64() < r.c.cancelRatio {
-			r.cancelAsync(ctx, id)
-		}
+		w.cancel(ctx, r, i, id, r.c.cancelRatio > 0 && rng.Float64() < r.c.cancelRatio)
 	})
 	if err != nil {
 		return produced, maxDelay, err

@@ -38,7 +38,9 @@ type benchConfig struct {
 	restartAfter time.Duration
 	instanceIDs  bool
 
-	cancelRatio float64 // the share of orders cancelled after they are scheduled
+	cancelRatio float64       // the share of orders cancelled after they are scheduled
+	openTxn     time.Duration // how long a transaction on the cancellations topic stays open; 0: none
+	cancelFlood int           // bytes a second of cancellations with keys no task id has; 0: none
 
 	hostileRate int
 	bombs       int
@@ -72,6 +74,9 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	}
 	if c.cancelRatio > 0 && (c.burst > 0 || c.closer != closerLog || len(c.pendingSteps) > 0) {
 		errs.Add("cancel-ratio", "goes with a throughput run of the log closer only")
+	}
+	if (c.openTxn > 0 || c.cancelFlood > 0) && (c.burst > 0 || len(c.pendingSteps) > 0 || len(c.cancelSteps) > 0) {
+		errs.Add("open-txn", "--open-txn and --cancel-flood go with a throughput run only")
 	}
 	if err := fs.Explain(errs); err != nil {
 		return nil, service.UsageError{Err: err}
@@ -126,6 +131,8 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 	fs.DurationVar(&c.restartAfter, "restart-after", "", 300*time.Millisecond, "how long the killed process stays down")
 	fs.BoolVar(&c.instanceIDs, "instance-ids", "", false, "give the router and the canceller an --instance-id (static membership)")
 	fs.Float64Var(&c.cancelRatio, "cancel-ratio", "", 0, "share of the orders (0 to 1) cancelled right after they are scheduled; lateness is that of the others")
+	fs.DurationVar(&c.openTxn, "open-txn", "", 0, "a transaction on the cancellations topic writes the cancellation of every 100th order for this long, then aborts (0: none)")
+	fs.IntVar(&c.cancelFlood, "cancel-flood", "", 0, "bytes a second of cancellations whose keys (900 KiB) no task id has, while the orders are scheduled (0: none)")
 	fs.IntVar(&c.hostileRate, "hostile-rate", "", 0, "records with a value just under the size limit per second, next to the orders")
 	fs.IntVar(&c.bombs, "bombs", "", 0, "zstd batches that decompress to 256 MiB, one per second")
 	fs.DurationVar(&c.maxP99, "max-p99", "", 0, "fail when lateness p99 exceeds this (0: no bound)")
@@ -166,6 +173,10 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 		errs.Add("cancel-ratio", "%v: want 0 to 1", c.cancelRatio)
 	}
 	errs.IntRange("hostile-rate", c.hostileRate, 0, 1000)
+	errs.IntRange("cancel-flood", c.cancelFlood, 0, 1<<30)
+	if c.openTxn < 0 || c.openTxn > 10*time.Minute {
+		errs.Add("open-txn", "%v: want 0 (none) up to 10m", c.openTxn)
+	}
 	errs.IntRange("bombs", c.bombs, 0, 100)
 	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0 || c.closer != closerLog) {
 		errs.Add("pending-steps", "the memory mode takes neither --kill, hostile records nor a database --closer")

@@ -71,6 +71,17 @@ after it schedules them (one record each on hourglass.cancellations): the
 router drops them when due, "cancelled" in the JSON line counts them, and
 lateness_ms is that of the orders that were not cancelled.
 
+Other writers of the cancellations topic, next to a throughput run: with
+--open-txn D a writer begins a transaction at the start, writes into it the
+cancellation of every 100th order scheduled while it is open, and aborts it
+D later (as the broker aborts a killed writer's); with --cancel-flood B a
+writer produces records whose keys (900 KiB) no task id can have, at B
+bytes a second while the orders are scheduled. "writers" in the JSON line
+has the orders the transaction wrote (in_txn: held until it ended, then
+closed) and their lateness, the lateness of the other orders closed, and
+the orders cancelled outside the transaction (--cancel-ratio) that were
+closed all the same (leaked: the bench exits 1 unless it is 0).
+
 With --cancellation-steps the bench measures the memory cancellations cost
 instead: it produces cancellations of deadlines due --pending-delay ahead
 and samples the router's RSS once its store holds each step's count (read
