@@ -230,7 +230,16 @@ func (r *Reader) endOrphans(stable map[int32]int64) error {
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("cancels: write the store: %w", err)
 	}
+	rewind := r.txns.replay() // the orphans may have been the last dropped transactions open
 	r.publish(r.txns.takeDeltas())
+	if len(rewind) > 0 {
+		r.mu.Lock()
+		for p, o := range rewind {
+			r.pos[p] = min(r.pos[p], o)
+		}
+		r.mu.Unlock()
+		r.readAgain(rewind)
+	}
 	return nil
 }
 
