@@ -114,3 +114,80 @@ func TestGroupCheck(t *testing.T) {
 		})
 	}
 }
+
+// groupSettings are the settings of a group client that the services'
+// punctuality and safety rest on.
+type groupSettings struct {
+	Session, Heartbeat time.Duration
+	ReadCommitted      bool
+	InstanceID         string // "" for a dynamic member
+	AutoCommit         bool
+	BlockOnPoll        bool
+}
+
+func settingsOf(cl *kgo.Client) groupSettings {
+	id := cl.OptValues(kgo.InstanceID)
+	s := groupSettings{
+		Session:   cl.OptValue(kgo.SessionTimeout).(time.Duration),
+		Heartbeat: cl.OptValue(kgo.HeartbeatInterval).(time.Duration),
+		// kgo keeps the isolation level as Kafka's number: 1 is read
+		// committed.
+		ReadCommitted: cl.OptValue(kgo.FetchIsolationLevel).(int8) == 1,
+		AutoCommit:    !cl.OptValue(kgo.DisableAutoCommit).(bool),
+		BlockOnPoll:   cl.OptValue(kgo.BlockRebalanceOnPoll).(bool),
+	}
+	if id[1].(bool) {
+		s.InstanceID = id[0].(string)
+	}
+	return s
+}
+
+// TestGroupClientOpts pins what a group client of Group.Opts, alone
+// (NewClient) or under a Member (New) with a service's own options, is set
+// to: the 6 s session timeout with heartbeats every 250 ms (what a dead
+// instance costs), read committed (an aborted schedule never fires),
+// manual commits only, rebalances between polls, and the instance id when
+// one is given. The values are written out: a change of a default must
+// fail here, not pass unseen until the end-to-end crash tests.
+func TestGroupClientOpts(t *testing.T) {
+	seeds := kgo.SeedBrokers(cluster.ListenAddrs()...)
+	dynamic := groupSettings{Session: 6 * time.Second, Heartbeat: 250 * time.Millisecond, ReadCommitted: true, BlockOnPoll: true}
+	static := dynamic
+	static.Session, static.InstanceID = 10*time.Second, "router-0"
+	short := dynamic
+	short.Session, short.Heartbeat = 600*time.Millisecond, 200*time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		g      Group
+		member bool
+		want   groupSettings
+	}{
+		{"defaults", Group{}, false, dynamic},
+		{"static", Group{InstanceID: "router-0", SessionTimeout: 10 * time.Second}, false, static},
+		{"heartbeat within a short session", Group{SessionTimeout: 600 * time.Millisecond}, false, short},
+		{"member defaults", Group{}, true, dynamic},
+		{"static member", Group{InstanceID: "router-0", SessionTimeout: 10 * time.Second}, true, static},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.g.Name, tc.g.Topics = "opts-"+strconv.FormatInt(seq.Add(1), 10), []string{"opts"}
+			var cl *kgo.Client
+			if tc.member {
+				// A service's own options come after the group's.
+				m, err := New(Config{Group: tc.g, Kafka: []kgo.Opt{seeds}, Opts: []kgo.Opt{kgo.FetchMaxBytes(1 << 20), kgo.ProducerLinger(0)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cl = m.Client()
+			} else {
+				var err error
+				if cl, err = tc.g.NewClient(seeds); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer cl.Close()
+			if got := settingsOf(cl); got != tc.want {
+				t.Errorf("client settings %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
