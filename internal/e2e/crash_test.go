@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/hourglass/hourglass/internal/router"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -183,18 +182,30 @@ func runRouterCrash(t *testing.T, name string, c routerCrash) crashRun {
 	return r
 }
 
+// Defaults of the router process that the crash tests bound lateness and
+// duplicates by. They are written out, not read from the code: a test that
+// took its bound from the default it should pin would follow a change of
+// the default instead of failing.
+const (
+	// defaultSession is --session-timeout's default: how long a dead
+	// dynamic router holds its partitions.
+	defaultSession = 6 * time.Second
+	// defaultCommitInterval is --commit-interval's default.
+	defaultCommitInterval = 50 * time.Millisecond
+)
+
 // commitWindow is how long before a kill a record a router produced onward
 // may still be uncommitted, so that the next owner produces it again. The
 // router commits each partition up to its first record not yet produced
 // onward, as soon as produces are acknowledged and at most every
-// router.DefaultCommitInterval. A record held in the in-memory timer holds
+// defaultCommitInterval. A record held in the in-memory timer holds
 // back the commit of the records after it on its partition for at most the
 // smallest tier (a longer wait hops instead), and records in a tier topic
 // become ready in offset order otherwise. Add two commit intervals for the
 // acknowledgement and the commit's round trip under -race: what a router
 // produced onward earlier than this before it died was committed.
 func commitWindow(table tiers.Table) time.Duration {
-	return table.Smallest() + 4*router.DefaultCommitInterval
+	return table.Smallest() + 4*defaultCommitInterval
 }
 
 // movedBefore counts the records the routers produced onward (hops into the
@@ -297,7 +308,7 @@ func TestRouterCrashStatic(t *testing.T) {
 // longer. Nothing is lost or early.
 func TestRouterCrashDefault(t *testing.T) {
 	r := runRouterCrash(t, "crash-default", routerCrash{})
-	late := checkDynamicCrash(t, r, router.Config{}.WithDefaults().SessionTimeout)
+	late := checkDynamicCrash(t, r, defaultSession)
 	logCrash(t, r, tableOf(t, "200ms,500ms,1s,2s"), late)
 	checkCrashDuplicates(t, r, tableOf(t, "200ms,500ms,1s,2s"))
 }
