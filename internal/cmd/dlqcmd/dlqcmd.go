@@ -29,6 +29,9 @@ prints any that holds a control, bidi or other non-graphic character, or
 invalid UTF-8, as a Go string literal ("k\x1b[2J\u202e"), and the JSON output
 escapes them.
 
+list prints each dead letter as it reads it: it keeps none, so a dead-letter
+topic of any size lists within bounded memory.
+
 replay sends each dead letter back to the topic it came from, without the
 dead-letter headers and with the close attempt reset to 1: a task that failed
 to close is closed again (closes are idempotent). The topic it came from is
@@ -79,12 +82,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	match := func(d deadLetter) bool {
 		return (o.reason == "" || d.Reason == o.reason) && (o.key == "" || d.Key == o.key)
 	}
-	found, err := scanDeadLetters(ctx, opts, stderr, o.topic, from, o.limit, match)
-	if err != nil {
-		return err
-	}
 	if sub == "list" {
-		return printDeadLetters(stdout, found, o.format)
+		l := newLister(stdout, o.format)
+		if _, err := scanDeadLetters(ctx, opts, stderr, o.topic, from, o.limit, match, l.add); err != nil {
+			_ = l.flush() // the rows read before the error; the error is what to report
+			return err
+		}
+		return l.finish()
+	}
+	var found []deadLetter
+	keep := func(d deadLetter) error { found = append(found, d); return nil }
+	if _, err := scanDeadLetters(ctx, opts, stderr, o.topic, from, o.limit, match, keep); err != nil {
+		return err
 	}
 	return replay(ctx, opts, stdout, found, o.rule, o.format, o.dryRun)
 }

@@ -27,32 +27,74 @@ func writeJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// printDeadLetters writes ds as a table (format text), every string from the
-// record through cli.Quote, or as one JSON object a line (format json).
-func printDeadLetters(w io.Writer, ds []deadLetter, format string) error {
-	if format == "json" {
-		for _, d := range ds {
-			if err := writeJSONLine(w, d); err != nil {
-				return err
-			}
-		}
+// Bounds of the rows of the text table held before they are written: the
+// rows of one block are aligned together.
+const (
+	blockRows  = 1000
+	blockBytes = 1 << 20
+)
+
+// lister prints the dead letters of dlq list as they are read, as a table
+// (format text), every string from the record through cli.Quote, or as one
+// JSON object a line (format json). It keeps nothing of a dead letter but
+// the text table's rows not yet written, at most one block.
+type lister struct {
+	w      io.Writer
+	format string
+	tw     *tabwriter.Writer
+	held   int // rows in tw since its last flush
+	bytes  int // their bytes
+	n      int // dead letters printed
+}
+
+func newLister(w io.Writer, format string) *lister {
+	l := &lister{w: w, format: format}
+	if format != "json" {
+		l.tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(l.tw, "DEAD AT\tKEY\tKIND\tATTEMPT\tREASON\tSOURCE\tDETAIL")
+	}
+	return l
+}
+
+// add prints d.
+func (l *lister) add(d deadLetter) error {
+	l.n++
+	if l.tw == nil {
+		return writeJSONLine(l.w, d)
+	}
+	detail := d.Detail
+	if r := []rune(detail); len(r) > 120 {
+		detail = string(r[:117]) + "..."
+	}
+	n, _ := fmt.Fprintf(l.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", time.UnixMilli(d.TimeMs).UTC().Format(time.RFC3339),
+		cli.Quote(d.Key), cli.Quote(d.Kind), d.Attempt, cli.Quote(d.Reason), cli.Quote(d.Source), cli.Quote(detail))
+	l.held++
+	l.bytes += n
+	if l.held >= blockRows || l.bytes >= blockBytes {
+		return l.flush()
+	}
+	return nil
+}
+
+// flush writes the rows held.
+func (l *lister) flush() error {
+	if l.tw == nil {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEAD AT\tKEY\tKIND\tATTEMPT\tREASON\tSOURCE\tDETAIL")
-	for _, d := range ds {
-		detail := d.Detail
-		if r := []rune(detail); len(r) > 120 {
-			detail = string(r[:117]) + "..."
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", time.UnixMilli(d.TimeMs).UTC().Format(time.RFC3339),
-			cli.Quote(d.Key), cli.Quote(d.Kind), d.Attempt, cli.Quote(d.Reason), cli.Quote(d.Source), cli.Quote(detail))
+	l.held, l.bytes = 0, 0
+	return l.tw.Flush()
+}
+
+// finish writes the rows held and the count.
+func (l *lister) finish() error {
+	if l.tw == nil {
+		return nil
 	}
-	if err := tw.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d dead letters\n", len(ds))
-	return nil
+	_, err := fmt.Fprintf(l.w, "%d dead letters\n", l.n)
+	return err
 }
 
 // replayed is one line of dlq replay --format json: what became of one dead

@@ -15,35 +15,44 @@ import (
 	"github.com/hourglass/hourglass/internal/kafka"
 )
 
+// scanFetchBytes bounds one fetch of the scan (kgo's default is 50 MiB): the
+// records of a fetch are all decoded at once, so this, with the cap on a
+// batch's decompressed size, is what the scan holds at a time. A larger
+// dead letter is still fetched, alone.
+const scanFetchBytes = 4 << 20
+
 // scanDeadLetters reads topic from from (its start when zero) up to its end
-// offsets at the call, and returns the records match accepts, at most limit
-// (0: no limit). It reads committed records only (kafka.ReaderOpts), and
-// its end offsets are the last stable offsets, so a transaction still open
-// neither shows nor holds the scan up. A batch too large to decompress is
-// skipped and reported on stderr.
-func scanDeadLetters(ctx context.Context, opts []kgo.Opt, stderr io.Writer, topic string, from time.Time, limit int, match func(deadLetter) bool) ([]deadLetter, error) {
+// offsets at the call, and hands each record match accepts to each, at
+// most limit of them (0: no limit), as it reads them: it keeps none, so
+// what it holds does not grow with the topic. It reads committed records
+// only (kafka.ReaderOpts), and its end offsets are the last stable offsets,
+// so a transaction still open neither shows nor holds the scan up. A batch
+// too large to decompress is skipped and reported on stderr. It returns
+// how many records it handed on, and stops at the first error of each.
+func scanDeadLetters(ctx context.Context, opts []kgo.Opt, stderr io.Writer, topic string, from time.Time, limit int, match func(deadLetter) bool, each func(deadLetter) error) (int, error) {
 	opts = append(slices.Clip(opts), kafka.ReaderOpts(0)...)
 	adm, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer adm.Close()
 	left, read, err := scanRange(ctx, kadm.NewClient(adm), topic, from)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if len(left) == 0 {
-		return nil, nil
+		return 0, nil
 	}
 	// Control records (the commit and abort markers of transactions) are
 	// kept: they take offsets too, and a partition whose last offsets are
 	// a marker, or aborted records and their marker, ends on the marker.
-	cl, err := kgo.NewClient(append(opts, kgo.KeepControlRecords(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: read}))...)
+	cl, err := kgo.NewClient(append(opts, kgo.KeepControlRecords(), kgo.FetchMaxBytes(scanFetchBytes),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: read}))...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer cl.Close()
-	return readRange(ctx, cl, stderr, topic, left, limit, match)
+	return readRange(ctx, cl, stderr, topic, left, limit, match, each)
 }
 
 // scanRange returns where each partition of topic is to be read from (its
@@ -83,16 +92,16 @@ func scanRange(ctx context.Context, ka *kadm.Client, topic string, from time.Tim
 }
 
 // readRange reads cl's partitions of topic until each reaches its end
-// offset in left, and returns the dead letters match accepts, at most limit
-// (0: no limit).
-func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic string, left map[int32]int64, limit int, match func(deadLetter) bool) ([]deadLetter, error) {
+// offset in left, and hands each dead letter match accepts to each, at most
+// limit (0: no limit); it returns how many it handed on.
+func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic string, left map[int32]int64, limit int, match func(deadLetter) bool, each func(deadLetter) error) (int, error) {
 	// reached notes that partition p got to offset o.
 	reached := func(p int32, o int64) {
 		if end, ok := left[p]; ok && o >= end-1 {
 			delete(left, p)
 		}
 	}
-	var out []deadLetter
+	n := 0
 	for len(left) > 0 {
 		// Below its last stable offset every offset of a partition is a
 		// record, a marker, or an aborted record followed by its marker,
@@ -103,10 +112,10 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if ctx.Err() != nil {
-			return out, ctx.Err()
+			return n, ctx.Err()
 		}
 		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			return out, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets (unreachable, or held by an open transaction)", topic, slices.Sorted(maps.Keys(left)))
+			return n, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets (unreachable, or held by an open transaction)", topic, slices.Sorted(maps.Keys(left)))
 		}
 		var fetchErr error
 		fs.EachError(func(_ string, p int32, err error) {
@@ -121,7 +130,7 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 			fetchErr = errors.Join(fetchErr, fmt.Errorf("dlq: read %s[%d]: %w", topic, p, err))
 		})
 		if fetchErr != nil {
-			return out, fetchErr
+			return n, fetchErr
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			r := it.Next()
@@ -131,12 +140,14 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 				continue
 			}
 			if d := readDeadLetter(r); match(d) {
-				out = append(out, d)
-				if limit > 0 && len(out) >= limit {
-					return out, nil
+				if err := each(d); err != nil {
+					return n, err
+				}
+				if n++; limit > 0 && n >= limit {
+					return n, nil
 				}
 			}
 		}
 	}
-	return out, nil
+	return n, nil
 }
