@@ -29,8 +29,9 @@ prints any that holds a control, bidi or other non-graphic character, or
 invalid UTF-8, as a Go string literal ("k\x1b[2J\u202e"), and the JSON output
 escapes them.
 
-list prints each dead letter as it reads it: it keeps none, so a dead-letter
-topic of any size lists within bounded memory.
+list prints at most --limit dead letters (1000 by default; --limit 0 lists
+every one), each as it reads it: it keeps none, so a dead-letter topic of any
+size lists within bounded memory.
 
 replay sends each dead letter back to the topic it came from, without the
 dead-letter headers and with the close attempt reset to 1: a task that failed
@@ -50,6 +51,10 @@ twice, which an idempotent closer reports as already_closed.
 
 Usage: hourglass dlq list|replay [flags]
 `
+
+// defaultListLimit is the default of dlq list --limit: enough to see what
+// went wrong, and a screen's worth of scrolling, not a flood's.
+const defaultListLimit = 1000
 
 // Run is the `hourglass dlq` command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -88,7 +93,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			_ = l.flush() // the rows read before the error; the error is what to report
 			return err
 		}
-		return l.finish()
+		return l.finish(stderr, o.limit)
 	}
 	var found []deadLetter
 	keep := func(d deadLetter) error { found = append(found, d); return nil }
@@ -134,7 +139,11 @@ func (o *options) register(fs *cli.FlagSet, sub string) {
 	fs.StringVar(&o.reason, "reason", "", "", "only dead letters with this reason `code` (close_failed, retries_exhausted, due_missing, ...)")
 	fs.StringVar(&o.key, "key", "", "", "only the dead letters of this task `id`")
 	fs.DurationVar(&o.since, "since", "", 0, "only dead letters of the last `duration` (0: all)")
-	fs.IntVar(&o.limit, "limit", "", 0, "stop after this many matches (0: no limit)")
+	if sub == "list" {
+		fs.IntVar(&o.limit, "limit", "", defaultListLimit, "list at most this many dead letters (0: every one)")
+	} else {
+		fs.IntVar(&o.limit, "limit", "", 0, "stop after this many matches (0: no limit)")
+	}
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json (one object per line)")
 	if sub == "replay" {
 		topics.TiersVar(fs, &o.tierList, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")

@@ -11,8 +11,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cmd/dlqcmd"
+	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
+
+// TestDLQListLimit: dlq list prints 1000 dead letters by default and says
+// it stopped there; --limit 0 lists every one.
+func TestDLQListLimit(t *testing.T) {
+	broker, cl := dlqCluster(t, "l.dlq")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 1005
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "l.dlq", Key: fmt.Append(nil, i), Headers: []kgo.RecordHeader{header(tiers.HeaderReason, []byte("due_missing: no due"))}}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--brokers", broker, "--topic-prefix", "l."}
+	for _, tc := range []struct {
+		args []string
+		rows int
+		last string // the last line of stdout (text) or stderr (json)
+	}{
+		{nil, 1000, "1000 dead letters (stopped at --limit 1000; --limit 0 lists every one)"},
+		{[]string{"--limit", "0"}, n, fmt.Sprint(n, " dead letters")},
+		{[]string{"--limit", "3"}, 3, "3 dead letters (stopped at --limit 3; --limit 0 lists every one)"},
+		{[]string{"--format", "json"}, 1000, "dlq list: 1000 dead letters (stopped at --limit 1000; --limit 0 lists every one)"},
+		{[]string{"--format", "json", "--limit", "0"}, n, ""},
+	} {
+		stdout, stderr, err := cmdtest.Run(t, dlqcmd.Run, append(append([]string{"list"}, base...), tc.args...)...)
+		if err != nil {
+			t.Fatalf("list %v: %v\n%s", tc.args, err, stderr)
+		}
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		rows, last := len(lines), strings.TrimSuffix(stderr, "\n")
+		if !strings.Contains(strings.Join(tc.args, " "), "json") {
+			rows, last = len(lines)-2, lines[len(lines)-1] // the heading and the count
+		}
+		if rows != tc.rows || last != tc.last {
+			t.Errorf("list %v: %d dead letters ending %q, want %d ending %q", tc.args, rows, last, tc.rows, tc.last)
+		}
+	}
+}
 
 // heapWriter discards what is written and, at every tenth write and at the
 // end, measures the live heap (after a collection): the most it saw is what

@@ -85,15 +85,24 @@ func (l *lister) flush() error {
 	return l.tw.Flush()
 }
 
-// finish writes the rows held and the count.
-func (l *lister) finish() error {
+// finish writes the rows held and the count; when the listing stopped at
+// limit, it says how to list every one (on notes, to keep JSON output
+// only JSON).
+func (l *lister) finish(notes io.Writer, limit int) error {
+	more := ""
+	if limit > 0 && l.n >= limit {
+		more = fmt.Sprintf(" (stopped at --limit %d; --limit 0 lists every one)", limit)
+	}
 	if l.tw == nil {
+		if more != "" {
+			fmt.Fprintf(notes, "dlq list: %d dead letters%s\n", l.n, more)
+		}
 		return nil
 	}
 	if err := l.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(l.w, "%d dead letters\n", l.n)
+	_, err := fmt.Fprintf(l.w, "%d dead letters%s\n", l.n, more)
 	return err
 }
 
