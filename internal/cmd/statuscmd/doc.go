@@ -8,7 +8,8 @@
 // outcomes, dead-letter and cancellations topics, and any other target a
 // delay record names) from the first offset at or after --since up to its
 // last stable offset, committed records only, without a consumer group,
-// and keeps the records of the key. It groups them by deadline and says
+// and keeps what it prints of the records of the key, the latest 1000
+// (kept.go). It groups them by deadline and says
 // where each deadline is: waiting in a tier, overdue, forwarded, retrying,
 // closed with an outcome, cancelled, failed or dead-lettered, with the
 // cancellation that covers it and whether that came before the due time,

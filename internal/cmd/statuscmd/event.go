@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -87,11 +88,12 @@ func (e *Event) where() string {
 	return fmt.Sprintf("%s[%d]@%d", e.Topic, e.Partition, e.Offset)
 }
 
-// decode returns the event of a record found in a topic of role.
-func decode(f found, prefix string) Event {
-	r := f.rec
+// decode returns the event of r, found in a topic of role: what status
+// shows of it, copied out of the record, with the text that comes from the
+// record cut as an outcome event's is (clip).
+func decode(r *kgo.Record, role, prefix string) Event {
 	e := Event{TimeMs: r.Timestamp.UnixMilli(), Source: SourceKafka, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-	switch f.role {
+	switch role {
 	case roleDelay:
 		e.Type = TypeDelay
 		if d, ok := record.TierOf(prefix, r.Topic); ok {
@@ -116,7 +118,38 @@ func decode(f found, prefix string) Event {
 		}
 		e.DueMs, e.Withdrawn = ms(c.Due), c.Withdrawn
 	}
+	e.clip()
 	return e
+}
+
+// clip cuts the text of e that comes from a record to the limits of an
+// outcome event's fields, so that what status keeps of a record is
+// bounded whatever its headers hold.
+func (e *Event) clip() {
+	for _, f := range []struct {
+		s   *string
+		max int
+	}{
+		{&e.Target, outcome.MaxTopicBytes}, {&e.Kind, outcome.MaxKindBytes}, {&e.Path, outcome.MaxPathBytes},
+		{&e.Outcome, outcome.MaxOutcomeBytes}, {&e.Detail, outcome.MaxDetailBytes}, {&e.Error, outcome.MaxErrorBytes},
+		{&e.Reason, outcome.MaxKindBytes}, {&e.Of, outcome.MaxTopicBytes + len("[2147483647]@9223372036854775807")},
+		{&e.Invalid, outcome.MaxErrorBytes},
+	} {
+		*f.s = clipText(*f.s, f.max)
+	}
+}
+
+// clipText cuts s to at most n bytes on a rune boundary, ending the cut text
+// in "...", as outcome events are cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	keep := n - len("...")
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + "..."
 }
 
 // meta fills e from a delay or target record's contract headers.

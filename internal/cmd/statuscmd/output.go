@@ -22,10 +22,15 @@ type Status struct {
 	// miss records.
 	Complete  bool       `json:"complete"`
 	Deadlines []Deadline `json:"deadlines"`
-	// Events are the task's records and ClickHouse rows, by time.
+	// Events are the task's records and ClickHouse rows, by time: of the
+	// records, the latest 1000.
 	Events []Event      `json:"events"`
 	Read   []*PartRead  `json:"read"`
 	CH     *ClickHouseQ `json:"clickhouse,omitempty"`
+
+	// EventsDropped counts the older records of the task left out of
+	// Events; the deadlines they belong to may show a later state only.
+	EventsDropped int `json:"events_dropped,omitempty"`
 }
 
 // ClickHouseQ is what the ClickHouse query found.
@@ -76,6 +81,9 @@ func renderText(w io.Writer, st *Status) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if st.EventsDropped > 0 {
+		fmt.Fprintf(w, "%d older records of the task not shown: status keeps the latest %d (a shorter --since reads fewer)\n", st.EventsDropped, maxEvents)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, readText(st))

@@ -62,29 +62,25 @@ func (p *PartRead) total() int64 { return p.EndOffset - p.FromOffset }
 
 func (p *PartRead) String() string { return fmt.Sprintf("%s[%d]", p.Topic, p.Partition) }
 
-// found is a record of the task and the role of its topic.
-type found struct {
-	rec  *kgo.Record
-	role string
-}
-
 // reader reads the task's partitions of topics.
 type reader struct {
 	opts     []kgo.Opt
 	adm      *kadm.Client
 	key      []byte
+	prefix   string // of the delay topics
 	progress io.Writer
+	kept     kept // the records of the key read so far
 }
 
 // read reads, in each of srcs, the partition of r.key from the first
-// offset at or after from up to the last stable offset, and returns the
-// records of the key. It stops when ctx is done, leaving the partitions
-// not read to their end incomplete; it returns an error only when it could
-// not start.
-func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]found, []*PartRead, error) {
+// offset at or after from up to the last stable offset, and keeps the
+// records of the key in r.kept. It stops when ctx is done, leaving the
+// partitions not read to their end incomplete; it returns an error only
+// when it could not start.
+func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]*PartRead, error) {
 	parts, err := r.plan(ctx, srcs, from)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	consume := map[string]map[int32]kgo.Offset{}
 	var total int64
@@ -96,7 +92,7 @@ func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]fou
 		total += p.total()
 	}
 	if len(consume) == 0 {
-		return nil, parts, nil
+		return parts, nil
 	}
 	if total > farRecords {
 		fmt.Fprintf(r.progress, "status: reading %d records in %d partitions since %s (--since narrows the read, --timeout bounds it)\n",
@@ -107,11 +103,11 @@ func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]fou
 	opts := append(slices.Clip(r.opts), kafka.ReaderOpts(0)...)
 	cl, err := kgo.NewClient(append(opts, kgo.KeepControlRecords(), kgo.ConsumePartitions(consume))...)
 	if err != nil {
-		return nil, parts, fmt.Errorf("kafka client: %w", err)
+		return parts, fmt.Errorf("kafka client: %w", err)
 	}
 	defer cl.Close()
-	recs := r.poll(ctx, cl, parts, total > farRecords)
-	return recs, parts, nil
+	r.poll(ctx, cl, parts, total > farRecords)
+	return parts, nil
 }
 
 // plan returns the partition to read of each source: where --since starts
@@ -173,16 +169,15 @@ func errIf(cond bool, text string) error {
 }
 
 // poll reads cl's partitions until each reaches its end offset or ctx is
-// done (its deadline, --timeout, bounds the loop), and returns the
-// records of r.key. With progress, it reports every progressEvery.
-func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, progress bool) []found {
+// done (its deadline, --timeout, bounds the loop), and keeps the records
+// of r.key. With progress, it reports every progressEvery.
+func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, progress bool) {
 	left := map[string]*PartRead{}
 	for _, p := range parts {
 		if !p.Missing && !p.Complete && p.Error == "" {
 			left[p.Topic] = p
 		}
 	}
-	var out []found
 	last := time.Now()
 	for len(left) > 0 && ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, progressEvery)
@@ -198,7 +193,7 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 			p.Read = rec.Offset - p.FromOffset + 1
 			if !rec.Attrs.IsControl() && string(rec.Key) == string(r.key) {
 				p.Matched++
-				out = append(out, found{rec: rec, role: p.Role})
+				r.kept.add(rec, p, r.prefix, parts)
 			}
 			if rec.Offset >= p.EndOffset-1 {
 				p.Read, p.Complete = p.total(), true
@@ -211,7 +206,6 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 			r.report(parts)
 		}
 	}
-	return out
 }
 
 // fetchErrors notes the errors of a poll: a batch too large to

@@ -35,8 +35,8 @@ const maxNamedTargets = 8
 const statusUsage = `hourglass status shows where a task is: for each of its deadlines, waiting in
 which tier since when and due when, forwarded when and to which topic, closed
 with which outcome, cancelled (by which cancellation, made before or after
-the due time or the forward), or dead-lettered with which reason; then every
-record of the task by time.
+the due time or the forward), or dead-lettered with which reason; then the
+records of the task by time, the latest 1000.
 
 It reads, in each topic the task passes through, the one partition its key
 goes to, from --since ago up to the end, committed records only, and changes
@@ -202,9 +202,7 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 		return nil, fmt.Errorf("status %s: %w", o.id, err)
 	}
 	st.Read = reads
-	for _, f := range got {
-		st.Events = append(st.Events, decode(f, o.prefix))
-	}
+	st.Events, st.EventsDropped = append(st.Events, got.events...), got.dropped
 	merge(st)
 	slices.SortStableFunc(st.Events, func(a, b Event) int { return byTime(&a, &b) })
 	st.Deadlines = deadlines(st.Events, now)
@@ -215,7 +213,7 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 
 // readKafka reads the task's records since from: the topics of the flags,
 // then the targets its delay records name.
-func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Time) ([]found, []*PartRead, error) {
+func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Time) (*kept, []*PartRead, error) {
 	opts, err := o.kc.Opts()
 	if err != nil {
 		return nil, nil, err
@@ -227,20 +225,19 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 		return nil, nil, fmt.Errorf("kafka client: %w", err)
 	}
 	defer cl.Close()
-	r := &reader{opts: opts, adm: kadm.NewClient(cl), key: []byte(o.id), progress: progress}
-	srcs := o.sources()
-	got, reads, err := r.read(ctx, srcs, from)
+	r := &reader{opts: opts, adm: kadm.NewClient(cl), key: []byte(o.id), prefix: o.prefix, progress: progress}
+	reads, err := r.read(ctx, o.sources(), from)
 	if err != nil {
 		return nil, nil, o.kc.NoAnswer(ctx, err, o.timeout)
 	}
-	if extra := namedTargets(got, srcs); len(extra) > 0 {
-		more, moreReads, err := r.read(ctx, extra, from)
+	if extra := namedTargets(r.kept.targets); len(extra) > 0 {
+		moreReads, err := r.read(ctx, extra, from)
 		if err != nil {
 			return nil, nil, err
 		}
-		got, reads = append(got, more...), append(reads, moreReads...)
+		reads = append(reads, moreReads...)
 	}
-	return got, reads, nil
+	return &r.kept, reads, nil
 }
 
 // sources are the topics status reads, each once.
@@ -263,22 +260,12 @@ func (o *options) sources() []source {
 	return out
 }
 
-// namedTargets are the targets the task's delay records name that are not
-// among srcs, at most maxNamedTargets.
-func namedTargets(got []found, srcs []source) []source {
-	var out []source
-	for _, f := range got {
-		if f.role != roleDelay {
-			continue
-		}
-		v, ok := tiers.Header(f.rec.Headers, tiers.HeaderTarget)
-		t := string(v)
-		if !ok || tiers.ValidTopic(t) != nil || len(out) >= maxNamedTargets ||
-			slices.ContainsFunc(srcs, func(s source) bool { return s.topic == t }) ||
-			slices.ContainsFunc(out, func(s source) bool { return s.topic == t }) {
-			continue
-		}
-		out = append(out, source{t, roleTarget})
+// namedTargets are the sources of the targets the task's delay records
+// name (kept.targets: not among the topics read, at most maxNamedTargets).
+func namedTargets(targets []string) []source {
+	out := make([]source, len(targets))
+	for i, t := range targets {
+		out[i] = source{t, roleTarget}
 	}
 	return out
 }
