@@ -94,24 +94,32 @@ func (b *batcher) flush() {
 }
 
 // take removes the next batch from the queue; with the queue empty it
-// counts its flusher out and returns nil.
+// counts its flusher out and returns nil. A close of a task id already in
+// the batch waits for the next: the answer is matched to the closes by id.
 func (b *batcher) take() []*queued {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, size := 0, 2
-	for n < len(b.queue) && n < b.max {
-		size += len(b.queue[n].item) + 1
-		if n > 0 && size > maxBatchBody {
+	var batch, rest []*queued
+	ids := make(map[string]bool)
+	size := 2
+	for i, q := range b.queue {
+		if len(batch) == b.max || (len(batch) > 0 && size+len(q.item)+1 > maxBatchBody) {
+			rest = append(rest, b.queue[i:]...)
 			break
 		}
-		n++
+		if ids[q.t.ID] {
+			rest = append(rest, q)
+			continue
+		}
+		ids[q.t.ID] = true
+		size += len(q.item) + 1
+		batch = append(batch, q)
 	}
-	if n == 0 {
+	if len(batch) == 0 {
 		b.active--
 		return nil
 	}
-	batch := b.queue[:n:n]
-	b.queue = append([]*queued(nil), b.queue[n:]...)
+	b.queue = rest
 	return batch
 }
 
@@ -280,13 +288,15 @@ func (c *Closer) settleBatch(qs []*queued, resp *http.Response, data []byte) {
 		c.failAll(qs, err)
 		return
 	}
-	answers, err := parseAnswers(data, qs)
+	answers, unmatched, err := matchAnswers(data, qs)
 	if err != nil {
 		c.failAll(qs, fmt.Errorf("%s: malformed answer: %w", resp.Status, err))
 		return
 	}
 	for i, q := range qs {
-		q.res, q.err = c.itemResult(answers[i])
+		if q.err = unmatched[i]; q.err == nil {
+			q.res, q.err = c.itemResult(answers[i])
+		}
 		if q.err != nil {
 			err := fmt.Errorf("%s: %w", c.itemWhere(q, i, len(qs)), q.err)
 			if _, marked := closer.RetryAfterOf(err); !marked && hasAfter && !closer.IsPermanent(err) {
@@ -317,29 +327,6 @@ func batchError(resp *http.Response, data []byte) error {
 		return closer.Permanent(fmt.Errorf("%s: no batch endpoint at batch_url%s", resp.Status, excerpt(data)))
 	}
 	return closer.Permanent(fmt.Errorf("%s%s", resp.Status, excerpt(data)))
-}
-
-// parseAnswers reads a 2xx batch answer: a JSON array with one object per
-// close, in the order of the request, each with the id of its close when
-// it has one.
-func parseAnswers(data []byte, qs []*queued) ([]answerItem, error) {
-	if len(data) > maxBatchAnswer {
-		return nil, fmt.Errorf("longer than %d bytes", maxBatchAnswer)
-	}
-	var answers []answerItem
-	if err := json.Unmarshal(data, &answers); err != nil || answers == nil {
-		return nil, fmt.Errorf("not a JSON array of objects%s", excerpt(data))
-	}
-	if len(answers) != len(qs) {
-		return nil, fmt.Errorf("%d answers for %d closes", len(answers), len(qs))
-	}
-	for i, a := range answers {
-		if a.ID != nil && *a.ID != qs[i].t.ID {
-			return nil, fmt.Errorf("answer %d is for task %q, not %q: answer in the order of the request",
-				i+1, clip(*a.ID, maxDetail), clip(qs[i].t.ID, maxDetail))
-		}
-	}
-	return answers, nil
 }
 
 // jsonText returns a JSON string's text, or the JSON text of any other

@@ -63,7 +63,7 @@ func newBatchServer(t *testing.T, answer func(items []batchItem) batchAnswer) *b
 			case <-release:
 			case <-time.After(waitBound):
 			}
-			fmt.Fprint(w, `[{"outcome":"closed"}]`)
+			fmt.Fprint(w, answerAll(items, `"outcome":"closed"`))
 			return
 		}
 		s.mu.Lock()
@@ -80,6 +80,25 @@ func newBatchServer(t *testing.T, answer func(items []batchItem) batchAnswer) *b
 	t.Cleanup(s.release) // before ts.Close
 	s.url = ts.URL + "/api/orders/close-batch"
 	return s
+}
+
+// answerAll is a batch answer that answers each of items with the JSON
+// members fields, and its id.
+func answerAll(items []batchItem, fields string) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = withID(it.ID, "{"+fields+"}")
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// withID returns the JSON object obj with "id" set to id first.
+func withID(id, obj string) string {
+	rest := strings.TrimPrefix(obj, "{")
+	if rest != "}" {
+		rest = "," + rest
+	}
+	return fmt.Sprintf("{%q:%q%s", "id", id, rest)
 }
 
 func orDefault(v, def int) int {
@@ -155,7 +174,7 @@ func waitQueued(t *testing.T, c *Closer, n int) {
 // its id, kind, due time, attempt, idempotency key and payload.
 func TestBatchRequest(t *testing.T) {
 	s := newBatchServer(t, func(items []batchItem) batchAnswer {
-		return batchAnswer{body: "[" + strings.Repeat(`{"outcome":"closed"},`, len(items)-1) + `{"outcome":"closed"}]`}
+		return batchAnswer{body: answerAll(items, `"outcome":"closed"`)}
 	})
 	c := newTestCloser(t, Config{BatchURL: s.url, Headers: map[string]string{"X-Tenant": "eu-1"},
 		BearerToken: credential.Secret{Value: "t0k"}}, nil)
@@ -226,7 +245,7 @@ func itemEqual(a, b batchItem) bool {
 // error is retryable or permanent as a single close's would be.
 func TestBatchItemOutcomes(t *testing.T) {
 	answers := map[string]string{
-		"closed":        `{"id":"closed","status":200}`,
+		"closed":        `{"status":200}`,
 		"already":       `{"outcome":"already_closed"}`,
 		"paid":          `{"status":200,"outcome":"skipped","detail":"PAID"}`,
 		"conflict":      `{"status":409}`,
@@ -242,7 +261,7 @@ func TestBatchItemOutcomes(t *testing.T) {
 	s := newBatchServer(t, func(items []batchItem) batchAnswer {
 		parts := make([]string, len(items))
 		for i, it := range items {
-			parts[i] = answers[it.ID]
+			parts[i] = withID(it.ID, answers[it.ID])
 		}
 		return batchAnswer{body: "[" + strings.Join(parts, ",") + "]"}
 	})
@@ -341,29 +360,21 @@ func TestBatchFailure(t *testing.T) {
 	}
 }
 
-// TestBatchMalformed: a 2xx answer that does not answer each close, in
-// order, fails every close of the batch with a retryable error.
+// TestBatchMalformed: a 2xx answer that is not an array of objects, or is
+// too long to read, fails every close of the batch with a retryable error.
 func TestBatchMalformed(t *testing.T) {
 	for _, tc := range []struct{ name, body, wantText string }{
 		{"not JSON", "<html>ok</html>", "not a JSON array"},
 		{"an object", `{"outcome":"closed"}`, "not a JSON array"},
 		{"null", `null`, "not a JSON array"},
 		{"empty", ``, "not a JSON array"},
-		{"too few", `[{"outcome":"closed"}]`, "1 answers for 2 closes"},
-		{"too many", `[{"outcome":"closed"},{"outcome":"closed"},{"outcome":"closed"}]`, "3 answers for 2 closes"},
-		{"out of order", "reversed", `answer 1 is for task "o-`},
 		{"items not objects", `["closed","closed"]`, "not a JSON array"},
 		{"truncated", `[{"outcome":"closed"},{"outc`, "not a JSON array"},
 		{"too long", `[{"outcome":"closed","detail":"` + strings.Repeat("x", maxBatchAnswer) + `"},{"outcome":"closed"}]`, "longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newBatchServer(t, func(items []batchItem) batchAnswer {
-				if tc.body == "reversed" {
-					return batchAnswer{body: fmt.Sprintf(`[{"id":%q,"outcome":"closed"},{"id":%q,"outcome":"closed"}]`, items[1].ID, items[0].ID)}
-				}
-				return batchAnswer{body: tc.body}
-			})
+			s := newBatchServer(t, func([]batchItem) batchAnswer { return batchAnswer{body: tc.body} })
 			c := newTestCloser(t, Config{BatchURL: s.url}, nil)
 			_, errs := closeTogether(t, c, s, []closer.Task{task("o-1", 1), task("o-2", 1)}, nil, nil)
 			for i, err := range errs {
@@ -375,11 +386,81 @@ func TestBatchMalformed(t *testing.T) {
 	}
 }
 
+// TestBatchAnswerIDs: the answer's items are matched to the closes by
+// their "id", in any order; a close that no item names, or that two name,
+// fails alone with a retryable error saying so, and its neighbours keep
+// their answers. Matched by position, an answer in another order without
+// ids gave each close another task's outcome.
+func TestBatchAnswerIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want map[string]string // task id -> outcome, or the text of a retryable error
+	}{
+		{"in another order", `[{"id":"o-2","outcome":"skipped"},{"id":"o-1","outcome":"closed"}]`,
+			map[string]string{"o-1": "closed", "o-2": "skipped"}},
+		{"without ids", `[{"outcome":"closed"},{"outcome":"skipped"}]`, map[string]string{
+			"o-1": `no item with id "o-1" (of its 2 items, 2 without an id: each item must name the id of its close)`,
+			"o-2": `no item with id "o-2" (of its 2 items, 2 without an id`}},
+		{"an id not in the batch", `[{"id":"o-1","outcome":"closed"},{"id":"o-9","outcome":"closed"}]`, map[string]string{
+			"o-1": "closed", "o-2": `no item with id "o-2" (of its 2 items, 1 with an id not in the batch, such as "o-9"`}},
+		{"too few", `[{"id":"o-2","outcome":"closed"}]`, map[string]string{"o-1": `no item with id "o-1"`, "o-2": "closed"}},
+		{"an id twice", `[{"id":"o-1","status":200},{"id":"o-2","status":200},{"id":"o-1","status":503}]`,
+			map[string]string{"o-1": `2 items with id "o-1"`, "o-2": "closed"}},
+		{"none", `[]`, map[string]string{"o-1": `no item with id "o-1"`, "o-2": `no item with id "o-2"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newBatchServer(t, func([]batchItem) batchAnswer { return batchAnswer{body: tc.body} })
+			c := newTestCloser(t, Config{BatchURL: s.url}, nil)
+			tasks := []closer.Task{task("o-1", 1), task("o-2", 1)}
+			res, errs := closeTogether(t, c, s, tasks, nil, nil)
+			if got := s.ids(); len(got) != 1 || len(got[0]) != 2 {
+				t.Fatalf("batches %q, want one of two", got)
+			}
+			for i, tk := range tasks {
+				want := tc.want[tk.ID]
+				if outcome.Outcome(want).Final() {
+					if errs[i] != nil || res[i].Outcome != outcome.Outcome(want) {
+						t.Errorf("%s: Close = %+v, %v; want %s", tk.ID, res[i], errs[i], want)
+					}
+					continue
+				}
+				if errKind(errs[i]) != "retry" || !strings.Contains(errs[i].Error(), want) || !strings.Contains(errs[i].Error(), fmt.Sprintf("task %q", tk.ID)) {
+					t.Errorf("%s: Close = %+v, %v; want a retryable error naming the task and saying %s", tk.ID, res[i], errs[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestBatchOneIDPerBatch: two closes of one task id queued together go
+// out in two batches, so that the answer names each close by its id.
+func TestBatchOneIDPerBatch(t *testing.T) {
+	s := newBatchServer(t, func(items []batchItem) batchAnswer { return batchAnswer{body: answerAll(items, `"outcome":"closed"`)} })
+	c := newTestCloser(t, Config{BatchURL: s.url}, nil)
+	res, errs := closeTogether(t, c, s, []closer.Task{task("same", 1), task("other", 1), task("same", 2)}, nil, nil)
+	for i := range res {
+		if errs[i] != nil || res[i].Outcome != outcome.Closed {
+			t.Errorf("close %d = %+v, %v", i, res[i], errs[i])
+		}
+	}
+	got := s.ids()
+	for _, b := range got {
+		if n := len(slices.DeleteFunc(slices.Clone(b), func(id string) bool { return id != "same" })); n > 1 {
+			t.Errorf("batches %q: task id same twice in one", got)
+		}
+	}
+	if n := len(slices.Concat(got...)); n != 3 {
+		t.Errorf("batches %q: %d closes sent, want 3", got, n)
+	}
+}
+
 // TestBatchLimits: closes queued beyond max_batch go in further batches,
 // none larger than max_batch.
 func TestBatchLimits(t *testing.T) {
 	s := newBatchServer(t, func(items []batchItem) batchAnswer {
-		return batchAnswer{body: "[" + strings.TrimSuffix(strings.Repeat(`{"status":204},`, len(items)), ",") + "]"}
+		return batchAnswer{body: answerAll(items, `"status":204`)}
 	})
 	c := newTestCloser(t, Config{BatchURL: s.url, MaxBatch: 3}, nil)
 	var tasks []closer.Task
@@ -407,7 +488,7 @@ func TestBatchLimits(t *testing.T) {
 // TestBatchContextCanceled: a close whose context ends while it waits for
 // its batch returns at once and is left out of the batch.
 func TestBatchContextCanceled(t *testing.T) {
-	s := newBatchServer(t, func(items []batchItem) batchAnswer { return batchAnswer{body: `[{"outcome":"closed"}]`} })
+	s := newBatchServer(t, func(items []batchItem) batchAnswer { return batchAnswer{body: answerAll(items, `"outcome":"closed"`)} })
 	c := newTestCloser(t, Config{BatchURL: s.url}, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	ctxs := []context.Context{ctx, t.Context()}
@@ -452,7 +533,7 @@ func BenchmarkClose(b *testing.B) {
 	var requests atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
-		var items []json.RawMessage
+		var items []batchItem
 		if r.URL.Path != "/batch" {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusOK)
@@ -462,7 +543,7 @@ func BenchmarkClose(b *testing.B) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		fmt.Fprint(w, "["+strings.TrimSuffix(strings.Repeat(`{"status":200},`, len(items)), ",")+"]")
+		fmt.Fprint(w, answerAll(items, `"status":200`))
 	}))
 	defer ts.Close()
 	for _, mode := range []string{"single", "batch"} {

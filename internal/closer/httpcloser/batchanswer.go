@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglass/hourglass/internal/closer"
@@ -14,7 +15,7 @@ import (
 
 // answerItem is the answer of a batch endpoint for one close.
 type answerItem struct {
-	ID         *string         `json:"id"`          // the task id, optional; checked when given
+	ID         *string         `json:"id"`          // the task id of the close it answers; required
 	Status     int             `json:"status"`      // an HTTP status code, mapped as for a single close
 	Outcome    *string         `json:"outcome"`     // as in a single close's answer; alone, it means status 200
 	Detail     json.RawMessage `json:"detail"`      // as in a single close's answer
@@ -70,4 +71,70 @@ func (c *Closer) itemResult(a answerItem) (closer.Result, error) {
 		}
 	}
 	return closer.Result{Outcome: o, Detail: clip(jsonText(a.Detail), maxDetail)}, nil
+}
+
+// matchAnswers reads a 2xx batch answer: a JSON array of objects, each
+// naming in "id" the task of the close it answers, in any order. It
+// returns the answer of each close of qs, or why the close has none: no
+// item names its task, or several do. Positions say nothing: an endpoint
+// that answered in another order without ids would have each close take
+// another task's outcome, a failed close counted as done. An answer that
+// is not such an array, or is over maxBatchAnswer, is an error of the
+// whole batch.
+func matchAnswers(data []byte, qs []*queued) ([]answerItem, []error, error) {
+	if len(data) > maxBatchAnswer {
+		return nil, nil, fmt.Errorf("longer than %d bytes", maxBatchAnswer)
+	}
+	var items []answerItem
+	if err := json.Unmarshal(data, &items); err != nil || items == nil {
+		return nil, nil, fmt.Errorf("not a JSON array of objects%s", excerpt(data))
+	}
+	at := make(map[string]int, len(qs)) // task id -> index in qs
+	for i, q := range qs {
+		at[q.t.ID] = i
+	}
+	answers, named := make([]answerItem, len(qs)), make([]int, len(qs))
+	var noID, unknown int
+	var unknownID string
+	for _, a := range items {
+		i, ok := -1, false
+		if a.ID != nil {
+			i, ok = at[*a.ID]
+		}
+		switch {
+		case a.ID == nil:
+			noID++
+		case !ok:
+			unknown, unknownID = unknown+1, *a.ID
+		default:
+			answers[i] = a
+			named[i]++
+		}
+	}
+	errs := make([]error, len(qs))
+	for i, q := range qs {
+		switch {
+		case named[i] == 0:
+			errs[i] = fmt.Errorf("the batch answer has no item with id %q%s", clip(q.t.ID, maxDetail), strays(len(items), noID, unknown, unknownID))
+		case named[i] > 1:
+			errs[i] = fmt.Errorf("the batch answer has %d items with id %q", named[i], clip(q.t.ID, maxDetail))
+		}
+	}
+	return answers, errs, nil
+}
+
+// strays describes the items of an answer of n that name no close of the
+// batch: without an id, or with one not in the batch.
+func strays(n, noID, unknown int, unknownID string) string {
+	var parts []string
+	if noID > 0 {
+		parts = append(parts, fmt.Sprintf("%d without an id", noID))
+	}
+	if unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d with an id not in the batch, such as %q", unknown, clip(unknownID, maxDetail)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (of its %d items, %s: each item must name the id of its close)", n, strings.Join(parts, " and "))
 }

@@ -77,11 +77,12 @@
 // to fill: two batch requests run at once at most, a close that finds one
 // free goes out at once (a batch of one), and the closes that come while
 // both run go together in the next, up to max_batch (100) and 4 MiB of
-// body. The canceller never closes one task id twice at once, so an id is
-// in a batch at most once.
+// body. A task id is in a batch at most once: a second close of an id
+// waits for the next batch (the canceller never closes one id twice at
+// once anyway).
 //
-// The endpoint answers 2xx with a JSON array of one object per item, in the
-// order of the request:
+// The endpoint answers 2xx with a JSON array of one object per item, each
+// naming the id of its item, in any order:
 //
 //	[{"id":"42","status":200},
 //	 {"id":"43","status":200,"outcome":"skipped","detail":"PAID"},
@@ -90,7 +91,11 @@
 // Each object is read as a single close's answer would be: "status" (an
 // HTTP status code) maps as in the table above, "outcome" and "detail" as
 // in an answer body, and an object with an "outcome" and no "status" means
-// 200. "id" is optional; when given it must be the item's. A retryable
+// 200. "id" is required: the objects are matched to the closes by id, never
+// by position, since an answer in another order without ids would give
+// each close another task's outcome. A close that no object names (the
+// objects have no id, or ids not in the batch, or there are too few), or
+// that two objects name, gets a retryable error that says so. A retryable
 // item may say "retry_after" (seconds; else the answer's Retry-After
 // applies); "error" is quoted in the close's error. Each close gets its
 // own result: a failing item fails only itself, and the canceller retries
@@ -102,7 +107,7 @@
 // its own (each is retried on its own schedule, and may go out in another
 // batch):
 //
-//	2xx that is not such an array      retryable (malformed: not JSON, another length, an id out of order)
+//	2xx that is not such an array      retryable (malformed: not JSON, not an array of objects, over 4 MiB)
 //	408, 413, 425, 429, 5xx            retryable (Retry-After honoured; 413 says to lower max_batch)
 //	network error, timeout             retryable
 //	404                                permanent: there is no batch endpoint at batch_url
