@@ -21,9 +21,11 @@ import (
 // the prefix and a random suffix.
 const DefaultTransactionalIDPrefix = "hourglass-reschedule-"
 
-// TransactionTimeout is the transaction timeout of a reschedule: a run
-// killed inside its transaction holds the readers of committed records of
-// the two partitions for at most this long, until the broker aborts it.
+// TransactionTimeout is the transaction timeout of a reschedule (franz-go's
+// default is 40s): a run killed inside its transaction holds the readers
+// of committed records of the two partitions until the broker aborts it,
+// at its first sweep of timed-out transactions after this (Kafka sweeps
+// every 10s by default).
 const TransactionTimeout = 10 * time.Second
 
 const rescheduleUsage = `hourglass reschedule moves a task's deadline: in one Kafka transaction it
@@ -36,8 +38,11 @@ target are not copied.
 
 Each run has its own transactional id: --transactional-id-prefix and a
 random suffix (with ACLs, allow Write and Describe on the prefix). A run
-killed inside its transaction holds the readers of the two partitions for at
-most 10 s, the transaction timeout, until the broker aborts it.
+killed inside its transaction holds the readers of the two partitions until
+the broker aborts it: a Kafka broker aborts transactions past their timeout
+(10 s here) in a sweep every
+transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by
+default), so for up to about 20 s after the run's first record.
 
 As with hourglass cancel, a cancellation of --from acknowledged at or after
 that due time may come too late: the new deadline stands, but the old one
