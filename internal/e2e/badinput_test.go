@@ -58,6 +58,8 @@ func TestBadInput(t *testing.T) {
 		// 9999-12-31T23:59:59.999Z, beyond the default maximum delay.
 		{key: []byte("bad-too-far"), due: str("253402300799999"), reason: tiers.ReasonDueTooFar},
 		{key: nil, due: str(ms(time.Second)), reason: tiers.ReasonKeyMissing},
+		// Seconds, as $(( $(date +%s) + 5 )) writes them: January 1970.
+		{key: []byte("bad-seconds"), due: str(strconv.FormatInt(now.Add(5*time.Second).Unix(), 10)), reason: tiers.ReasonDueImplausible},
 		{key: []byte("valid-past"), due: str(ms(-time.Minute))},
 		{key: []byte("valid-after"), due: str(ms(time.Second))},
 	}

@@ -155,11 +155,13 @@ func (g *hostileGen) hostile() *hostileRecord {
 		case 1:
 			headers[i].Value = []byte{}
 		case 2:
-			headers[i].Value = []byte(g.pick("abc", "12 34", "1e12", "١٢٣", "1234567890123456789", "+5"))
+			headers[i].Value = []byte(g.pick("abc", "12 34", "1e12", "١٢٣", "1234567890123456789", "+5", "99999999999999999999"))
 		case 3:
 			headers[i].Value = []byte("-5")
 		case 4:
-			headers[i].Value = []byte("253402300799999")
+			// Far ahead, or in another unit than milliseconds.
+			headers[i].Value = []byte(g.pick("253402300799999", strconv.FormatInt(due.Unix(), 10),
+				strconv.FormatInt(due.UnixMicro(), 10), strconv.FormatInt(due.UnixNano(), 10), "0", "946684799999"))
 		case 5:
 			headers = append(headers, headers[i]) // the same due time twice
 		default:
@@ -311,11 +313,17 @@ func (g *hostileGen) expect(rec *kgo.Record) map[tiers.Reason]bool {
 				why[tiers.ReasonDueEmpty] = true
 			case v[0] == '-' && digits(v[1:], 100):
 				why[tiers.ReasonDueNegative] = true
-			case !digits(v, 18):
+			case !digits(v, 20):
 				why[tiers.ReasonDueNotNumber] = true
 			default:
-				ms, _ := strconv.ParseInt(string(v), 10, 64)
-				if time.UnixMilli(ms).Sub(g.now) > 365*24*time.Hour { // router.DefaultMaxDelay
+				// From the start of 2000 to the end of 9999 in milliseconds
+				// (tiers.MinDueMillis, MaxDueMillis); a value beyond an
+				// int64 is beyond that too.
+				ms, err := strconv.ParseInt(string(v), 10, 64)
+				switch {
+				case err != nil || ms < 946_684_800_000 || ms > 253_402_300_799_999:
+					why[tiers.ReasonDueImplausible] = true
+				case time.UnixMilli(ms).Sub(g.now) > 365*24*time.Hour: // router.DefaultMaxDelay
 					why[tiers.ReasonDueTooFar] = true
 				}
 			}

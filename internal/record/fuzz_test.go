@@ -15,11 +15,11 @@ func FuzzAppendPath(f *testing.F) {
 		f.Add(seed, int64(time.Minute))
 	}
 	f.Fuzz(func(t *testing.T, path string, tier int64) {
-		if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1", tiers.HeaderPath, path)); err != nil || tier <= 0 {
+		if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1767225600000", tiers.HeaderPath, path)); err != nil || tier <= 0 {
 			return
 		}
 		got := AppendPath(path, time.Duration(tier))
-		if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1", tiers.HeaderPath, got)); err != nil {
+		if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1767225600000", tiers.HeaderPath, got)); err != nil {
 			t.Fatalf("AppendPath(<%d-byte path>, %v) = <%d bytes ending %q>, which does not decode: %v",
 				len(path), time.Duration(tier), len(got), got[max(0, len(got)-8):], err)
 		}

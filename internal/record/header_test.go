@@ -171,7 +171,7 @@ func TestAppendPathLimit(t *testing.T) {
 		cut := -1
 		for i := 0; i < 1000; i++ {
 			path = AppendPath(path, seq[i%len(seq)])
-			if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1", tiers.HeaderPath, path)); err != nil {
+			if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1767225600000", tiers.HeaderPath, path)); err != nil {
 				t.Fatalf("tiers %v, hop %d: path of %d bytes does not decode: %v", seq, i, len(path), err)
 			}
 			if cut < 0 && strings.HasSuffix(path, "...") {
@@ -213,17 +213,17 @@ func TestAppendPathLimit(t *testing.T) {
 	// the mark, on a rune boundary.
 	for _, long := range []string{strings.Repeat("p", 1024), strings.Repeat("ä", 512), "x" + strings.Repeat("ä", 511) + "y"} {
 		got := AppendPath(long, time.Minute)
-		_, err := tiers.Decode(hdrs(tiers.HeaderDue, "1", tiers.HeaderPath, got))
+		_, err := tiers.Decode(hdrs(tiers.HeaderDue, "1767225600000", tiers.HeaderPath, got))
 		if len(got) > 1024 || !strings.HasSuffix(got, ",...") || err != nil {
 			t.Errorf("AppendPath(<%d bytes>, 1m) = <%d bytes ending %q> (%v), want at most 1024 bytes ending with \",...\" that decode", len(long), len(got), got[max(0, len(got)-8):], err)
 		}
 	}
 
 	// maxPathBytes is the limit of tiers.Decode.
-	if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1", tiers.HeaderPath, strings.Repeat("p", maxPathBytes))); err != nil {
+	if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1767225600000", tiers.HeaderPath, strings.Repeat("p", maxPathBytes))); err != nil {
 		t.Errorf("a path of maxPathBytes does not decode: %v", err)
 	}
-	if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1", tiers.HeaderPath, strings.Repeat("p", maxPathBytes+1))); err == nil {
+	if _, err := tiers.Decode(hdrs(tiers.HeaderDue, "1767225600000", tiers.HeaderPath, strings.Repeat("p", maxPathBytes+1))); err == nil {
 		t.Errorf("a path of maxPathBytes+1 decodes; maxPathBytes is not tiers.Decode's limit")
 	}
 }
@@ -237,8 +237,10 @@ func TestContract(t *testing.T) {
 		tiers.HeaderReason, tiers.HeaderSource, tiers.HeaderDeadAt, tiers.HeaderTruncated, "hourglass-other", "x-trace",
 	} {
 		hs := hdrs(key, "1", key, "1")
-		if key != tiers.HeaderDue {
-			hs = append(hs, hdrs(tiers.HeaderDue, "1")...)
+		if key == tiers.HeaderDue {
+			hs = hdrs(key, "1767225600000", key, "1767225600000")
+		} else {
+			hs = append(hs, hdrs(tiers.HeaderDue, "1767225600000")...)
 		}
 		_, err := tiers.Decode(hs)
 		if got := ReasonOf(err, "") == tiers.ReasonDuplicateHeader; got != contract[key] {

@@ -270,7 +270,7 @@ func TestDelayTopicCreatedAgain(t *testing.T) {
 	defer cl.Close()
 	topic := tiers.Topic(prefix, 30*time.Second)
 	for _, tp := range []string{topic, cfg.Target, cfg.DeadLetter, cfg.Cancellations, cfg.Outcomes} {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: tp, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("0")}}}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: tp, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: tiers.FormatMillis(time.UnixMilli(tiers.MinDueMillis))}}}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}

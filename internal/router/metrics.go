@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats, now fun
 		}
 	}
 	for _, r := range []tiers.Reason{tiers.ReasonDueMissing, tiers.ReasonDueEmpty, tiers.ReasonDueNotNumber, tiers.ReasonDueNegative,
-		tiers.ReasonDueTooFar, tiers.ReasonKeyMissing, tiers.ReasonTargetInvalid, tiers.ReasonKeyTooLarge, tiers.ReasonHeadersTooLarge,
+		tiers.ReasonDueTooFar, tiers.ReasonDueImplausible, tiers.ReasonKeyMissing, tiers.ReasonTargetInvalid, tiers.ReasonKeyTooLarge, tiers.ReasonHeadersTooLarge,
 		tiers.ReasonValueTooLarge, tiers.ReasonBatchTooLarge, reasonProduceFailed} {
 		m.deadLetters.WithLabelValues(string(r))
 	}

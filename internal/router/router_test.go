@@ -55,12 +55,12 @@ func setupOpts(t *testing.T, cfg Config, extra ...kgo.Opt) *bundle {
 	t.Cleanup(cl.Close)
 	// Create the topics before the router subscribes.
 	for _, topic := range append(cfg.Tiers.Topics(prefix), cfg.Target, cfg.DeadLetter, cfg.Cancellations, cfg.Outcomes) {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("0")}}}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte("-"), Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: tiers.FormatMillis(time.UnixMilli(tiers.MinDueMillis))}}}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b := start(t, cfg, fc, cl, extra...)
-	// The seed records (due at 0) are forwarded at once: wait for them, so
+	// The seed records (due in 2000) are forwarded at once: wait for them, so
 	// the router is consuming every tier.
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded >= int64(cfg.Tiers.Len()) })
 	return b

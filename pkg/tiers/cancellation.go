@@ -21,7 +21,8 @@ func CancellationsTopic(prefix string) string { return prefix + "cancellations" 
 //   - key: the task id (required);
 //   - timestamp: when the task was cancelled (At);
 //   - header hourglass-due (optional): only the deadline due at this instant,
-//     unix milliseconds; without it every deadline of the task;
+//     unix milliseconds as in a delay record (PlausibleDue); without it
+//     every deadline of the task;
 //   - header hourglass-version (optional): "1";
 //   - value: ignored, but not null: a null value (a tombstone) withdraws the
 //     task's cancellation.
@@ -37,7 +38,8 @@ type Cancellation struct {
 	ID string
 	// At is when the task was cancelled. Required.
 	At time.Time
-	// Due, when set, limits the cancellation to the deadline due then.
+	// Due, when set, limits the cancellation to the deadline due then;
+	// like a task's, from 2000 to 9999 (see PlausibleDue).
 	Due time.Time
 	// Withdrawn is set on a tombstone: the task has no cancellation.
 	Withdrawn bool
@@ -60,8 +62,11 @@ func BuildCancellation(prefix string, c Cancellation) (*kgo.Record, error) {
 		return nil, errors.New("tiers: cancellation has no task id")
 	case c.At.IsZero():
 		return nil, fmt.Errorf("tiers: cancellation of %s has no time", c.ID)
-	case !c.Due.IsZero() && c.Due.UnixMilli() < 0:
-		return nil, fmt.Errorf("tiers: cancellation of %s names a due time before 1970", c.ID)
+	}
+	if !c.Due.IsZero() {
+		if err := PlausibleDue(c.Due); err != nil {
+			return nil, fmt.Errorf("tiers: cancellation of %s: %w", c.ID, err)
+		}
 	}
 	r := &kgo.Record{
 		Topic:     CancellationsTopic(prefix),

@@ -65,7 +65,8 @@ func TestCancellationInvalid(t *testing.T) {
 	}{
 		{"no id", Cancellation{At: testNow}, "no task id"},
 		{"no time", Cancellation{ID: "a"}, "no time"},
-		{"due before 1970", Cancellation{ID: "a", At: testNow, Due: time.UnixMilli(-5)}, "before 1970"},
+		{"due before 1970", Cancellation{ID: "a", At: testNow, Due: time.UnixMilli(-5)}, "due_implausible: due time -5 in unix milliseconds is 1969-12-31T23:59:59.995Z, before 2000"},
+		{"due in seconds", Cancellation{ID: "a", At: testNow, Due: time.UnixMilli(testNow.Unix())}, "it looks like unix seconds"},
 	} {
 		if _, err := BuildCancellation("p.", tc.c); err == nil || !strings.Contains(err.Error(), tc.reason) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.reason)
@@ -81,7 +82,9 @@ func TestCancellationInvalid(t *testing.T) {
 	}{
 		{"no key", rec(""), ReasonKeyMissing},
 		{"due not a number", rec("a", kgo.RecordHeader{Key: HeaderDue, Value: []byte("soon")}), ReasonDueNotNumber},
-		{"due twice", rec("a", kgo.RecordHeader{Key: HeaderDue, Value: []byte("1")}, kgo.RecordHeader{Key: HeaderDue, Value: []byte("2")}), ReasonDuplicateHeader},
+		{"due twice", rec("a", kgo.RecordHeader{Key: HeaderDue, Value: []byte("1767225600000")}, kgo.RecordHeader{Key: HeaderDue, Value: []byte("1767225600001")}), ReasonDuplicateHeader},
+		{"due in seconds", rec("a", kgo.RecordHeader{Key: HeaderDue, Value: []byte("1767225600")}), ReasonDueImplausible},
+		{"due in nanoseconds", rec("a", kgo.RecordHeader{Key: HeaderDue, Value: []byte("1767225600000000000")}), ReasonDueImplausible},
 		{"version 2", rec("a", kgo.RecordHeader{Key: HeaderVersion, Value: []byte("2")}), ReasonVersionUnsupported},
 	} {
 		_, err := DecodeCancellation(tc.r)

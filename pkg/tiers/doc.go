@@ -12,7 +12,9 @@
 //
 // The record's key is the task id, its value an opaque payload passed through
 // unchanged, and its headers carry the contract: HeaderDue (required, unix
-// milliseconds in decimal ASCII) and HeaderTarget (optional target topic),
+// milliseconds in decimal ASCII, from 2000 to 9999 so that a due time in
+// seconds is refused, not fired: PlausibleDue) and HeaderTarget (optional
+// target topic),
 // plus the optional headers documented on each Header constant. Decode
 // validates them strictly and reports why a record is invalid with an
 // *InvalidError; invalid records go to the dead-letter topic with that reason.

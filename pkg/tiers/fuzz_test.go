@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestFuzzHeadersRoundTrip(t *testing.T) {
 
 var knownReasons = map[Reason]bool{
 	ReasonDueMissing: true, ReasonDueEmpty: true, ReasonDueNotNumber: true, ReasonDueNegative: true,
-	ReasonDueTooFar: true, ReasonDuplicateHeader: true, ReasonVersionUnsupported: true,
+	ReasonDueTooFar: true, ReasonDueImplausible: true, ReasonDuplicateHeader: true, ReasonVersionUnsupported: true,
 	ReasonTargetInvalid: true, ReasonHeaderInvalid: true, ReasonKeyMissing: true,
 }
 
@@ -112,6 +113,12 @@ func FuzzDecode(f *testing.F) {
 		hdrs(HeaderDue, "-5"),
 		hdrs(HeaderDue, "-"),
 		hdrs(HeaderDue, "1000000000000000000"),
+		hdrs(HeaderDue, "1767225600"),
+		hdrs(HeaderDue, "1767225600000000"),
+		hdrs(HeaderDue, "1767225600000000000"),
+		hdrs(HeaderDue, "99999999999999999999"),
+		hdrs(HeaderDue, "946684799999"),
+		hdrs(HeaderDue, "253402300800000"),
 		hdrs(HeaderDue, due, HeaderDue, due),
 		hdrs(HeaderDue, due, HeaderVersion, "2"),
 		hdrs(HeaderDue, due, HeaderTarget, "orders close"),
@@ -146,6 +153,9 @@ func FuzzDecode(f *testing.F) {
 			if m != (Meta{}) {
 				t.Fatalf("Decode(%q) returned %+v with its error, want the zero Meta", headersString(hs), m)
 			}
+			if ie.Reason == ReasonDueImplausible {
+				checkImplausible(t, hs)
+			}
 			return
 		}
 
@@ -165,6 +175,9 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%q) accepted a record without %s", headersString(hs), HeaderDue)
 		}
 		checkMillis(t, HeaderDue, v, m.Due)
+		if ms := m.Due.UnixMilli(); ms < MinDueMillis || ms > MaxDueMillis {
+			t.Fatalf("Decode(%q) accepted a due time of %d ms, outside %d to %d", headersString(hs), ms, MinDueMillis, MaxDueMillis)
+		}
 		if v, ok := Header(hs, HeaderScheduled); ok {
 			checkMillis(t, HeaderScheduled, v, m.Scheduled)
 		} else if !m.Scheduled.IsZero() {
@@ -211,6 +224,21 @@ func checkMillis(t *testing.T, key string, v []byte, got time.Time) {
 	}
 }
 
+// checkImplausible checks that a record refused as due_implausible has a due
+// time of digits that, read as a number, is outside MinDueMillis to
+// MaxDueMillis.
+func checkImplausible(t *testing.T, hs []kgo.RecordHeader) {
+	t.Helper()
+	v, ok := Header(hs, HeaderDue)
+	if !ok || len(v) == 0 || len(v) > maxMillisLen || !allDigits(v) {
+		t.Fatalf("Decode(%q): due_implausible for a due time that is not 1 to 20 digits", headersString(hs))
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	if err == nil && n >= uint64(MinDueMillis) && n <= uint64(MaxDueMillis) {
+		t.Fatalf("Decode(%q): due_implausible for %d ms, within %d to %d", headersString(hs), n, MinDueMillis, MaxDueMillis)
+	}
+}
+
 // FuzzDecodeCancellation: any record of the cancellations topic decodes to a
 // cancellation or an *InvalidError, never a panic; a decoded one names its
 // task and, built again, decodes to the same (a tombstone has no due
@@ -233,6 +261,9 @@ func FuzzDecodeCancellation(f *testing.F) {
 		}
 		if c.ID != string(key) || c.Withdrawn != tombstone {
 			t.Fatalf("decoded %+v from key %q", c, key)
+		}
+		if !c.Due.IsZero() && PlausibleDue(c.Due) != nil {
+			t.Fatalf("decoded %+v: its due time is not plausible", c)
 		}
 		again, err := BuildCancellation("p.", c)
 		if err != nil {

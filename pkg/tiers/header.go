@@ -15,7 +15,8 @@ import (
 // with "hourglass-"; other headers pass through unchanged.
 const (
 	// HeaderDue (required) is the due time in unix milliseconds, decimal
-	// ASCII digits only: "1767225600000".
+	// ASCII digits only: "1767225600000", from MinDueMillis to MaxDueMillis
+	// (see PlausibleDue).
 	HeaderDue = "hourglass-due"
 	// HeaderTarget (optional) is the topic the record goes to when due. The
 	// router's configured target (hourglass.cancel) is used without it.
@@ -90,6 +91,7 @@ const (
 	ReasonDueNotNumber       Reason = "due_not_a_number"
 	ReasonDueNegative        Reason = "due_negative"
 	ReasonDueTooFar          Reason = "due_too_far"
+	ReasonDueImplausible     Reason = "due_implausible" // not milliseconds of a deadline: see PlausibleDue
 	ReasonDuplicateHeader    Reason = "duplicate_header"
 	ReasonVersionUnsupported Reason = "version_unsupported"
 	ReasonTargetInvalid      Reason = "target_invalid"
@@ -212,18 +214,26 @@ var headerBits = map[string]uint16{
 	HeaderAttempt: 1 << 7, HeaderPath: 1 << 8, HeaderDeadline: 1 << 9,
 }
 
+// decodeDue reads hourglass-due: decimal digits, as many as decodeMillis
+// takes, that PlausibleDue accepts. Every number of up to 20 digits is judged
+// by its range, so that a due time in nanoseconds is named as one.
 func decodeDue(v []byte) (time.Time, error) {
 	switch {
 	case len(v) == 0:
 		return time.Time{}, invalid(ReasonDueEmpty, "header %s is empty; want unix milliseconds", HeaderDue)
 	case v[0] == '-' && len(v) > 1 && allDigits(v[1:]):
 		return time.Time{}, invalid(ReasonDueNegative, "header %s is %q, before 1970", HeaderDue, clip(v))
+	case len(v) > maxMillisLen || !allDigits(v):
+		return time.Time{}, invalid(ReasonDueNotNumber, "header %s is %q; want unix milliseconds as decimal digits", HeaderDue, clip(v))
 	}
-	t, err := decodeMillis(HeaderDue, v)
-	if err != nil {
-		err.(*InvalidError).Reason = ReasonDueNotNumber
+	ms, err := strconv.ParseUint(string(v), 10, 64)
+	switch {
+	case err != nil: // 20 digits above the largest uint64
+		return time.Time{}, invalid(ReasonDueImplausible, "header %s: %s in unix milliseconds is after the year 9999", HeaderDue, v)
+	case !inDueRange(ms):
+		return time.Time{}, invalid(ReasonDueImplausible, "header %s: %s", HeaderDue, implausible(ms))
 	}
-	return t, err
+	return time.UnixMilli(int64(ms)), nil
 }
 
 // maxMillisLen bounds a time header with its leading zeros: a producer may

@@ -65,10 +65,10 @@ func TestDecode(t *testing.T) {
 			headers: hdrs("traceparent", "00-abc-def-01", HeaderKind, "reminder", HeaderDue, due),
 			want:    Meta{Due: dueTime, Kind: "reminder"},
 		},
-		{name: "due zero is 1970", headers: hdrs(HeaderDue, "0"), want: Meta{Due: time.UnixMilli(0)}},
-		{name: "due with 18 digits", headers: hdrs(HeaderDue, "999999999999999999"), want: Meta{Due: time.UnixMilli(999999999999999999)}},
+		{name: "due long past", headers: hdrs(HeaderDue, "946684800000"), want: Meta{Due: time.UnixMilli(946684800000)}},
+		{name: "due in the year 9999", headers: hdrs(HeaderDue, "253402300799999"), want: Meta{Due: time.UnixMilli(253402300799999)}},
 		// Leading zeros are decimal ASCII too; the value is unambiguous.
-		{name: "due with leading zeros", headers: hdrs(HeaderDue, "007"), want: Meta{Due: time.UnixMilli(7)}},
+		{name: "due with leading zeros", headers: hdrs(HeaderDue, "00"+due), want: Meta{Due: dueTime}},
 		// Padded to the width of an int64 (19) or a uint64 (20): the time it
 		// says, not due_not_a_number.
 		{name: "due padded to 19 digits", headers: hdrs(HeaderDue, "000000"+due), want: Meta{Due: dueTime}},
@@ -108,7 +108,12 @@ func TestDecode(t *testing.T) {
 		{name: "due in hex", headers: hdrs(HeaderDue, "0x10"), wantReason: ReasonDueNotNumber},
 		{name: "due in RFC 3339", headers: hdrs(HeaderDue, "2026-01-01T00:00:00Z"), wantReason: ReasonDueNotNumber},
 		{name: "due in seconds with exponent", headers: hdrs(HeaderDue, "1.7e12"), wantReason: ReasonDueNotNumber},
-		{name: "due with 19 digits", headers: hdrs(HeaderDue, "1000000000000000000"), wantReason: ReasonDueNotNumber},
+		{name: "due zero", headers: hdrs(HeaderDue, "0"), wantReason: ReasonDueImplausible},
+		{name: "due in seconds", headers: hdrs(HeaderDue, "1767225600"), wantReason: ReasonDueImplausible},
+		{name: "due in microseconds", headers: hdrs(HeaderDue, due+"000"), wantReason: ReasonDueImplausible},
+		{name: "due with 18 digits", headers: hdrs(HeaderDue, "999999999999999999"), wantReason: ReasonDueImplausible},
+		{name: "due with 19 digits", headers: hdrs(HeaderDue, "1000000000000000000"), wantReason: ReasonDueImplausible},
+		{name: "due above the largest uint64", headers: hdrs(HeaderDue, "99999999999999999999"), wantReason: ReasonDueImplausible},
 		{name: "due padded past 20 digits", headers: hdrs(HeaderDue, "00000000"+due), wantReason: ReasonDueNotNumber},
 		{name: "due is a minus sign", headers: hdrs(HeaderDue, "-"), wantReason: ReasonDueNotNumber},
 		{name: "due negative", headers: hdrs(HeaderDue, "-5"), wantReason: ReasonDueNegative},
@@ -196,7 +201,7 @@ func TestDecodeClipsDetail(t *testing.T) {
 
 	long := strings.Repeat("x", 10_000)
 	for _, key := range []string{HeaderDue, HeaderVersion, HeaderScheduled, HeaderHops} {
-		_, err := Decode(hdrs(HeaderDue, "1", key, long))
+		_, err := Decode(hdrs(HeaderDue, "1767225600000", key, long))
 		if key == HeaderDue {
 			_, err = Decode(hdrs(key, long))
 		}
@@ -228,7 +233,7 @@ func TestFormatMillis(t *testing.T) {
 		{in: time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600)), want: "1767225600000"},
 		{in: time.Date(2026, 1, 1, 0, 0, 0, 999_999, time.UTC), want: "1767225600000"}, // truncated, not rounded
 		{in: time.Date(2026, 1, 1, 0, 0, 0, 1_000_000, time.UTC), want: "1767225600001"},
-		{in: time.UnixMilli(0), want: "0"},
+		{in: time.UnixMilli(MinDueMillis), want: "946684800000"},
 	}
 	for _, tt := range tests {
 		got := string(FormatMillis(tt.in))
@@ -274,7 +279,7 @@ func TestDecodeRecord(t *testing.T) {
 		want       Meta
 		wantReason Reason // "" means no error
 	}{
-		{name: "valid", record: &kgo.Record{Key: []byte("order-1"), Headers: hdrs(HeaderDue, "5")}, want: Meta{Due: time.UnixMilli(5)}},
+		{name: "valid", record: &kgo.Record{Key: []byte("order-1"), Headers: hdrs(HeaderDue, "1767225600000")}, want: Meta{Due: time.UnixMilli(1767225600000)}},
 		{name: "no key", record: &kgo.Record{Headers: hdrs(HeaderDue, "5")}, wantReason: ReasonKeyMissing},
 		{name: "empty key", record: &kgo.Record{Key: []byte{}, Headers: hdrs(HeaderDue, "5")}, wantReason: ReasonKeyMissing},
 		{name: "no key and no due: the key is checked first", record: &kgo.Record{}, wantReason: ReasonKeyMissing},

@@ -16,7 +16,7 @@ type Task struct {
 	// order's records stay on one partition of each topic. Required.
 	ID string
 	// Due is when the task fires. A time in the past fires at once.
-	// Required.
+	// Required; from 2000 to 9999 (see PlausibleDue).
 	Due time.Time
 	// Payload is passed through unchanged to the target topic. Optional.
 	Payload []byte
@@ -90,8 +90,9 @@ func BuildRecord(prefix string, table Table, now time.Time, t Task) (*kgo.Record
 		return nil, errors.New("tiers: task has no ID")
 	case t.Due.IsZero():
 		return nil, fmt.Errorf("tiers: task %s has no due time", t.ID)
-	case t.Due.UnixMilli() < 0:
-		return nil, fmt.Errorf("tiers: task %s is due before 1970", t.ID)
+	}
+	if err := PlausibleDue(t.Due); err != nil {
+		return nil, fmt.Errorf("tiers: task %s: %w", t.ID, err)
 	}
 	if t.Target != "" {
 		if err := ValidTopic(t.Target); err != nil {

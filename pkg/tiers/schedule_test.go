@@ -26,7 +26,18 @@ func TestBuildRecordInvalid(t *testing.T) {
 	}{
 		{name: "no ID", task: Task{Due: due}, wantErr: "tiers: task has no ID"},
 		{name: "zero due", task: Task{ID: "order-1"}, wantErr: "tiers: task order-1 has no due time"},
-		{name: "due before 1970", task: Task{ID: "order-1", Due: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)}, wantErr: "tiers: task order-1 is due before 1970"},
+		{name: "due before 1970", task: Task{ID: "order-1", Due: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)}, wantErr: "tiers: task order-1: due_implausible: due time -86400000 in unix milliseconds is 1969-12-31T00:00:00Z, before 2000"},
+		{name: "due before 2000", task: Task{ID: "order-1", Due: time.UnixMilli(MinDueMillis - 1)}, wantErr: "tiers: task order-1: due_implausible: due time 946684799999 in unix milliseconds is 1999-12-31T23:59:59.999Z, before 2000"},
+		{
+			name:    "due in seconds",
+			task:    Task{ID: "order-1", Due: time.UnixMilli(testNow.Unix())},
+			wantErr: "it looks like unix seconds (2026-01-01T12:00:00Z), which is 1767268800000 in milliseconds",
+		},
+		{
+			name:    "due in microseconds",
+			task:    Task{ID: "order-1", Due: time.UnixMilli(testNow.UnixMicro())},
+			wantErr: "it looks like unix microseconds (2026-01-01T12:00:00Z), which is 1767268800000 in milliseconds",
+		},
 		{name: "target with space", task: Task{ID: "order-1", Due: due, Target: "orders close"}, wantErr: "tiers: task order-1 target: topic name"},
 		{name: "target too long", task: Task{ID: "order-1", Due: due, Target: strings.Repeat("t", 250)}, wantErr: "tiers: task order-1 target: topic name is 250 characters"},
 		{name: "target dot", task: Task{ID: "order-1", Due: due, Target: "."}, wantErr: "reserved"},
@@ -72,7 +83,7 @@ func TestBuildRecordTopic(t *testing.T) {
 		due    time.Time
 		want   string
 	}{
-		{name: "long past due", prefix: DefaultPrefix, table: DefaultTable(), due: time.UnixMilli(0), want: "hourglass.delay.1m"},
+		{name: "long past due", prefix: DefaultPrefix, table: DefaultTable(), due: time.UnixMilli(MinDueMillis), want: "hourglass.delay.1m"},
 		{name: "past due", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(-time.Second), want: "hourglass.delay.1m"},
 		{name: "due now", prefix: DefaultPrefix, table: DefaultTable(), due: testNow, want: "hourglass.delay.1m"},
 		{name: "below smallest", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(20 * time.Second), want: "hourglass.delay.1m"},
@@ -83,7 +94,7 @@ func TestBuildRecordTopic(t *testing.T) {
 		{name: "29m59s", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(29*time.Minute + 59*time.Second), want: "hourglass.delay.5m"},
 		{name: "30m", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(30 * time.Minute), want: "hourglass.delay.30m"},
 		{name: "days", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(72 * time.Hour), want: "hourglass.delay.30m"},
-		{name: "year 9999", prefix: DefaultPrefix, table: DefaultTable(), due: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), want: "hourglass.delay.30m"},
+		{name: "year 9999", prefix: DefaultPrefix, table: DefaultTable(), due: time.UnixMilli(MaxDueMillis), want: "hourglass.delay.30m"},
 		{name: "other prefix", prefix: "shop.", table: DefaultTable(), due: testNow.Add(6 * time.Minute), want: "shop.delay.5m"},
 		{name: "short tiers, below", prefix: DefaultPrefix, table: short, due: testNow.Add(100 * time.Millisecond), want: "hourglass.delay.500ms"},
 		{name: "short tiers, between", prefix: DefaultPrefix, table: short, due: testNow.Add(1900 * time.Millisecond), want: "hourglass.delay.500ms"},
