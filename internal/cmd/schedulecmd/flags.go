@@ -2,6 +2,7 @@ package schedulecmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -162,7 +163,7 @@ type taskFlags struct {
 // register registers the task flags on fs.
 func (f *taskFlags) register(fs *cli.FlagSet) {
 	fs.DurationVar(&f.in, "in", "", 0, "due this `duration` from now (give --in or --at)")
-	fs.StringVar(&f.at, "at", "", "", "due at this `time`: RFC 3339 (2026-05-14T12:30:00Z) or unix milliseconds")
+	fs.StringVar(&f.at, "at", "", "", "due at this `time`: RFC 3339 (2026-05-14T12:30:00Z) or unix milliseconds (not seconds)")
 	fs.StringVar(&f.kind, "kind", "", "", "task `kind`, which selects the canceller's closer (default: the canceller's, order-timeout)")
 	fs.StringVar(&f.target, "target", "", "", "target `topic` when due (default: the router's --target, <prefix>cancel)")
 	fs.StringVar(&f.payload, "payload", "", "", "the record value: a `string`, or @FILE for a file's bytes")
@@ -221,20 +222,25 @@ func readPayload(s string) ([]byte, error) {
 	return b, nil
 }
 
-// parseTime parses an RFC 3339 time or unix milliseconds.
+// parseTime parses an RFC 3339 time or unix milliseconds, to the
+// millisecond as hourglass-due: the deadline a record names is due at its
+// millisecond. Like a record's due time it is from 2000 to 9999
+// (tiers.PlausibleDue): a time in seconds is refused, not read as 1970.
 func parseTime(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		if t.UnixMilli() < 0 {
-			return time.Time{}, fmt.Errorf("%q is before 1970", s)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		ms, merr := strconv.ParseInt(s, 10, 64)
+		if merr != nil {
+			return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-05-14T12:30:00Z, or with an offset) or unix milliseconds", s)
 		}
-		// To the millisecond, as hourglass-due: the deadline a record
-		// names is due at its millisecond.
-		return time.UnixMilli(t.UnixMilli()), nil
+		t = time.UnixMilli(ms)
 	}
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 && ms < 1e15 {
-		return time.UnixMilli(ms), nil
+	t = time.UnixMilli(t.UnixMilli())
+	var ie *tiers.InvalidError
+	if errors.As(tiers.PlausibleDue(t), &ie) {
+		return time.Time{}, fmt.Errorf("%q: %s", s, ie.Detail)
 	}
-	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-05-14T12:30:00Z, or with an offset) or unix milliseconds", s)
+	return t, nil
 }
 
 // stamp formats t for output: UTC, milliseconds.
