@@ -27,7 +27,8 @@ func (m *Member) Resume(parts map[string][]int32) { m.backoff.Resume(parts) }
 // returned, and the service must stop; other errors are logged (a canceled
 // poll's are not) and their partition is paused for a backoff
 // (kafka.FetchBackoff): the client would fetch it again at once, and the
-// poll would return the error again at once.
+// poll would return the error again at once. Errors that last make
+// FetchFailing report them.
 func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooLarge)) error {
 	var fatal error
 	fs.EachError(func(topic string, partition int32, err error) {
@@ -46,7 +47,9 @@ func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooL
 			}
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		default:
-			if wait := m.backoff.Failed(topic, partition); wait > 0 {
+			wait := m.backoff.Failed(topic, partition)
+			m.fails.failed(tp{topic, partition}, m.cfg.Clock.Now(), wait, err)
+			if wait > 0 {
 				m.log.Warn("fetch failed; fetching the partition again after a backoff", "topic", topic, "partition", partition, "in", wait, "err", err)
 			} else if topic == "" {
 				m.log.Warn("fetch failed", "err", err)

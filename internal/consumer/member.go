@@ -82,6 +82,7 @@ type Member struct {
 	log     *slog.Logger
 	comm    *committer
 	backoff *kafka.FetchBackoff // paces partitions whose fetches fail
+	fails   failures            // runs of fetch errors (FetchFailing)
 
 	mu    sync.Mutex // guards parts, assigned and every partition's tracker
 	parts map[tp]*partition
@@ -163,6 +164,8 @@ func New(cfg Config) (*Member, error) {
 	opts := append([]kgo.Opt{
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) { m.Revoked(parts) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) { m.Lost(parts) }),
+		// Called at every join that worked, even with nothing new assigned.
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { m.fails.assigned() }),
 		kgo.OnOffsetsFetched(func(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
 			m.fetched(resp)
 			return nil
@@ -174,7 +177,7 @@ func New(cfg Config) (*Member, error) {
 	}
 	m.cl = cl
 	m.backoff = kafka.NewFetchBackoff(cl)
-	failures, skipped, err := newMetrics(cfg.Registerer, cfg.Group.Name)
+	failures, skipped, err := newMetrics(cfg.Registerer, cfg.Group.Name, m.FetchFailingFor)
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -264,6 +267,7 @@ func (m *Member) TakeSkipped(b *kgo.ErrDecompressTooLarge) Mark {
 func (m *Member) take(topic string, id int32, offset int64) Mark {
 	m.backoff.Succeeded(topic, id)
 	k := tp{topic, id}
+	m.fails.succeeded(k)
 	p, ok := m.parts[k]
 	if !ok {
 		p = &partition{tp: k, track: newTracker()}
@@ -326,6 +330,7 @@ func (m *Member) watermarks() commits {
 // forget drops parts and returns their watermarks.
 func (m *Member) forget(parts map[string][]int32) commits {
 	m.backoff.Forget(parts)
+	m.fails.forget(parts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(commits, len(parts))

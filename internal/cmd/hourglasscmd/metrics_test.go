@@ -32,14 +32,14 @@ var documented = map[string][]string{
 		"hourglass_router_forwarded_total", "hourglass_router_hopped_total", "hourglass_router_dead_letters_total",
 		"hourglass_router_handed_off_total", "hourglass_router_early_forwards_total", "hourglass_router_forward_lateness_seconds",
 		"hourglass_router_tier_overrun_seconds", "hourglass_router_held_records", "hourglass_router_timer_records",
-		"hourglass_router_paused_partitions",
+		"hourglass_router_paused_partitions", "hourglass_consumer_fetch_failing_seconds",
 		"hourglass_consumer_lag_records", "hourglass_kafka_connects_total", "hourglass_kafka_produce_bytes_total",
 		"hourglass_kafka_fetch_bytes_total",
 	},
 	"canceller": {
 		"hourglass_canceller_closes_total", "hourglass_canceller_close_duration_seconds", "hourglass_canceller_close_lateness_seconds",
 		"hourglass_canceller_dead_letters_total", "hourglass_canceller_closes_in_flight", "hourglass_canceller_early_closes_total",
-		"hourglass_consumer_lag_records", "hourglass_kafka_connects_total", "hourglass_kafka_fetch_bytes_total",
+		"hourglass_consumer_fetch_failing_seconds", "hourglass_consumer_lag_records", "hourglass_kafka_connects_total", "hourglass_kafka_fetch_bytes_total",
 	},
 }
 
