@@ -18,6 +18,7 @@ import (
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/telemetry"
 )
 
 // Canceller consumes due tasks and closes them. Create one with New and
@@ -259,8 +260,21 @@ func kinds(defaultKind string, routes map[string]Route) []string {
 	return out
 }
 
-// Ready reports whether the canceller is consuming.
-func (c *Canceller) Ready() bool { return c.ready.Load() }
+// readiness lists what the canceller needs, besides consuming, to be
+// ready: one named condition a line.
+func (c *Canceller) readiness() []telemetry.Condition {
+	return []telemetry.Condition{
+		{Name: "fetch", Check: c.member.FetchFailing},
+	}
+}
+
+// NotReady returns why the canceller is not ready, or nil: it is starting
+// or stopping, or a condition of readiness fails (its fetches have failed
+// for consumer.FetchFailingAfter).
+func (c *Canceller) NotReady() error { return telemetry.NotReady(c.ready.Load(), c.readiness()...) }
+
+// Ready reports whether NotReady is nil.
+func (c *Canceller) Ready() bool { return c.NotReady() == nil }
 
 // MaxInFlight is how many records close or wait at once: Config's, or the
 // default New chose for the closers.

@@ -16,6 +16,7 @@ import (
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -143,9 +144,21 @@ func New(cfg Config, o Options) (*Router, error) {
 	return r, nil
 }
 
-// Ready reports whether the router is consuming; it turns false when a stop
-// begins.
-func (r *Router) Ready() bool { return r.ready.Load() }
+// readiness lists what the router needs, besides consuming, to be ready:
+// one named condition a line.
+func (r *Router) readiness() []telemetry.Condition {
+	return []telemetry.Condition{
+		{Name: "fetch", Check: r.member.FetchFailing},
+	}
+}
+
+// NotReady returns why the router is not ready, or nil: it is starting or
+// stopping, or a condition of readiness fails (its fetches have failed
+// for consumer.FetchFailingAfter).
+func (r *Router) NotReady() error { return telemetry.NotReady(r.ready.Load(), r.readiness()...) }
+
+// Ready reports whether NotReady is nil.
+func (r *Router) Ready() bool { return r.NotReady() == nil }
 
 // Client returns the router's Kafka client (for admin requests and metrics).
 func (r *Router) Client() *kgo.Client { return r.cl }

@@ -15,10 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// ServeHTTP serves /healthz (the process is up), /readyz (ready() is true),
-// /metrics and, with pprofOn, Go's profiles on addr until ctx is canceled.
-// An empty addr serves nothing and waits for ctx.
-func ServeHTTP(ctx context.Context, addr string, ready func() bool, gatherer prometheus.Gatherer, pprofOn bool, log *slog.Logger) error {
+// ServeHTTP serves /healthz (the process is up), /readyz (ready() returns
+// nil; else 503 with its error, which says why), /metrics and, with
+// pprofOn, Go's profiles on addr until ctx is canceled. An empty addr serves
+// nothing and waits for ctx.
+func ServeHTTP(ctx context.Context, addr string, ready func() error, gatherer prometheus.Gatherer, pprofOn bool, log *slog.Logger) error {
 	if addr == "" {
 		<-ctx.Done()
 		return nil
@@ -46,7 +47,7 @@ func ServeHTTP(ctx context.Context, addr string, ready func() bool, gatherer pro
 }
 
 // mux routes the endpoints of ServeHTTP.
-func mux(ready func() bool, gatherer prometheus.Gatherer, pprofOn bool, log *slog.Logger) *http.ServeMux {
+func mux(ready func() error, gatherer prometheus.Gatherer, pprofOn bool, log *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
 	if pprofOn {
@@ -56,8 +57,8 @@ func mux(ready func() bool, gatherer prometheus.Gatherer, pprofOn bool, log *slo
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		io.WriteString(w, "ready\n")

@@ -136,7 +136,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"instance_id", k.InstanceID, "session_timeout", k.SessionTimeout, "max_in_flight", cn.MaxInFlight(), "rate_limit", k.RateLimit)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return cn.Run(gctx) })
-	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, cn.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, cn.NotReady, tel, c.Pprof, log) })
 	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error { tel.WatchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
 	err = g.Wait()

@@ -116,7 +116,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// (which may take long); /readyz once it consumes.
 	tel := telemetry.New()
 	var running atomic.Pointer[recorder.Recorder]
-	ready := func() bool { r := running.Load(); return r != nil && r.Ready() }
+	ready := func() error { r := running.Load(); return telemetry.NotReady(r != nil && r.Ready()) }
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, ready, tel, c.Pprof, log) })
 	g.Go(func() error { c.Procs(log).Run(gctx); return nil })

@@ -93,7 +93,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"allowed_targets", r.AllowedTargets, "group", r.Group, "instance_id", r.InstanceID, "session_timeout", r.SessionTimeout)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.Run(gctx) })
-	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, rt.Ready, tel, c.Pprof, log) })
+	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, rt.NotReady, tel, c.Pprof, log) })
 	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error { tel.WatchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
