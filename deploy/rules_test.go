@@ -78,7 +78,7 @@ func TestAlerts(t *testing.T) {
 	for _, want := range []string{
 		"HourglassEarlyFire", "HourglassCloseFailureRatio", "HourglassDeadLettersGrowing", "HourglassRouterBehind",
 		"HourglassCloseLateness", "HourglassCancellerLag", "HourglassCancellerLagGrowing", "HourglassRecorderLag", "HourglassInvalidCancellations",
-		"HourglassTargetDown", "HourglassTargetAbsent", "HourglassSeriesAbsent",
+		"HourglassTargetDown", "HourglassTargetAbsent", "HourglassSeriesAbsent", "HourglassFetchFailing",
 	} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alert %s is missing from %s", want, rulesFile)
