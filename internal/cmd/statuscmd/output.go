@@ -60,8 +60,15 @@ func render(w io.Writer, st *Status, format string) error {
 // was read. Strings from records go through cli.Quote.
 func renderText(w io.Writer, st *Status) error {
 	fmt.Fprintf(w, "task %s\n", cli.Quote(st.TaskID))
-	if len(st.Deadlines) == 0 {
+	unread := unreadParts(st)
+	switch {
+	case len(st.Deadlines) == 0 && len(unread) == 0:
 		fmt.Fprintf(w, "  no records of it since %s\n", stamp(st.SinceMs))
+	case len(st.Deadlines) == 0:
+		fmt.Fprintf(w, "  no records of it found since %s, but %s could not be read to the end (below): records of it may be there\n",
+			stamp(st.SinceMs), strings.Join(unread, ", "))
+	case len(unread) > 0:
+		fmt.Fprintf(w, "  %s could not be read to the end (below): records of it may be missing\n", strings.Join(unread, ", "))
 	}
 	for _, d := range st.Deadlines {
 		name := "deadline " + stamp(d.DeadlineMs)
@@ -88,6 +95,18 @@ func renderText(w io.Writer, st *Status) error {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, readText(st))
 	return nil
+}
+
+// unreadParts names the partitions that were not read to their end: their
+// offsets could not be looked up, a fetch failed, or --timeout came first.
+func unreadParts(st *Status) []string {
+	var out []string
+	for _, p := range st.Read {
+		if !p.Missing && (p.Error != "" || !p.Complete) {
+			out = append(out, p.String())
+		}
+	}
+	return out
 }
 
 // label names an event in the timeline.

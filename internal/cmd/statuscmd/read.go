@@ -1,11 +1,13 @@
 package statuscmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -121,13 +123,14 @@ func (r *reader) plan(ctx context.Context, srcs []source, from time.Time) ([]*Pa
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
+	since := from.UTC().Format(time.RFC3339)
 	starts, err := r.adm.ListOffsetsAfterMilli(ctx, from.UnixMilli(), names...)
 	if err != nil && !partial(err) {
-		return nil, fmt.Errorf("offsets after %s: %w", from.UTC().Format(time.RFC3339), err)
+		return nil, fmt.Errorf("could not look up the first offsets since %s by timestamp in %s: %w", since, strings.Join(names, ", "), err)
 	}
 	ends, err := r.adm.ListCommittedOffsets(ctx, names...)
 	if err != nil && !partial(err) {
-		return nil, fmt.Errorf("end offsets: %w", err)
+		return nil, fmt.Errorf("could not list the end offsets of %s: %w", strings.Join(names, ", "), err)
 	}
 	parts := make([]*PartRead, 0, len(srcs))
 	for _, s := range srcs {
@@ -142,8 +145,14 @@ func (r *reader) plan(ctx context.Context, srcs []source, from time.Time) ([]*Pa
 		st, sok := starts.Lookup(s.topic, p.Partition)
 		en, eok := ends.Lookup(s.topic, p.Partition)
 		switch {
-		case !sok || !eok || st.Err != nil || en.Err != nil:
-			p.Error = fmt.Sprintf("offsets of %s: %v", p, errors.Join(st.Err, en.Err, errIf(!sok || !eok, "not listed")))
+		case !sok || st.Err != nil:
+			p.Error = fmt.Sprintf("could not look up %s by timestamp (its first offset since %s): %v", p, since, cmp.Or(st.Err, errNotListed))
+		case st.Offset < 0:
+			// kadm lists the end offset for a partition with no record since
+			// from; -1 is left when that listing failed.
+			p.Error = fmt.Sprintf("could not look up %s by timestamp (its first offset since %s): no offset listed", p, since)
+		case !eok || en.Err != nil:
+			p.Error = fmt.Sprintf("could not list the end offset of %s: %v", p, cmp.Or(en.Err, errNotListed))
 		case st.Offset >= en.Offset:
 			p.FromOffset, p.EndOffset, p.Complete = en.Offset, en.Offset, true
 		default:
@@ -160,13 +169,9 @@ func partial(err error) bool {
 	return errors.As(err, &se) && !se.AllFailed
 }
 
-// errIf returns an error with text when cond holds.
-func errIf(cond bool, text string) error {
-	if cond {
-		return errors.New(text)
-	}
-	return nil
-}
+// errNotListed stands for a partition a listing of offsets left out: its
+// broker did not answer.
+var errNotListed = errors.New("its broker did not answer")
 
 // poll reads cl's partitions until each reaches its end offset or ctx is
 // done (its deadline, --timeout, bounds the loop), and keeps the records

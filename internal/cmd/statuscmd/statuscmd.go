@@ -41,7 +41,8 @@ records of the task by time, the latest 1000.
 It reads, in each topic the task passes through, the one partition its key
 goes to, from --since ago up to the end, committed records only, and changes
 nothing. --timeout bounds it: a read that did not finish is reported, and
-the command exits 1. With --clickhouse it also looks the task up in
+the command exits 1, as it does when a partition's offsets could not be
+looked up (it names the partition and the broker's error). With --clickhouse it also looks the task up in
 ClickHouse's outcomes table (the recorder's), which keeps outcomes longer than
 Kafka does. Strings from records are printed as Go string literals when they
 hold control or other non-graphic characters.
@@ -270,19 +271,24 @@ func namedTargets(targets []string) []source {
 	return out
 }
 
-// incomplete is the error of a status that may miss records.
+// incomplete is the error of a status that may miss records: the
+// partitions it could not look up or read, and why, and those --timeout cut
+// short.
 func incomplete(st *Status, timeout time.Duration) error {
-	var why []string
+	var why, short []string
 	for _, p := range st.Read {
 		switch {
 		case p.Error != "":
 			why = append(why, p.Error)
 		case !p.Complete:
-			why = append(why, fmt.Sprintf("%s read %d of %d records", p, p.Read, p.total()))
+			short = append(short, fmt.Sprintf("%s read %d of %d records", p, p.Read, p.total()))
 		}
+	}
+	if len(short) > 0 {
+		why = append(why, fmt.Sprintf("%s (--timeout %v; a shorter --since reads less)", strings.Join(short, "; "), timeout))
 	}
 	if st.CH != nil && st.CH.Error != "" {
 		why = append(why, "clickhouse: "+st.CH.Error)
 	}
-	return fmt.Errorf("status of %s is incomplete (--timeout %v; a shorter --since reads less): %s", cli.Quote(st.TaskID), timeout, strings.Join(why, "; "))
+	return fmt.Errorf("status of %s is incomplete: %s", cli.Quote(st.TaskID), strings.Join(why, "; "))
 }
