@@ -283,7 +283,7 @@ func TestCancelCheckedLate(t *testing.T) {
 // TestCancellationLimits: records of the cancellations topic outside the
 // limits of a deadline neither fill the store nor call anything off: keys
 // longer than a deadline's, a due time further from the cancellation than
-// --max-delay (the year 31 million), a time a century ahead of the
+// --max-delay, one in the year 31 million, a time a century ahead of the
 // router's clock (it would cover every deadline its task is yet to be
 // given). An invalid record withdraws its task's cancellation, as the
 // compacted topic, which keeps only that record, would tell a router that
@@ -306,9 +306,13 @@ func TestCancellationLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	far := &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte("far"), Value: []byte{}, Timestamp: t0,
-		Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte("978000000000000000")}}}
-	b.produceRec(t, far)
+	for id, due := range map[string]string{
+		"far":  string(tiers.FormatMillis(t0.AddDate(10, 0, 0))), // more than --max-delay after the cancellation
+		"huge": "978000000000000000",                              // the year 31 million
+	} {
+		b.produceRec(t, &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte(id), Value: []byte{}, Timestamp: t0,
+			Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte(due)}}})
+	}
 	b.cancel(t, tiers.Cancellation{ID: "ahead", At: t0.AddDate(100, 0, 0)})
 	b.cancel(t, tiers.Cancellation{ID: "replaced", At: t0})
 	b.produceRec(t, &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte("replaced"), Value: []byte{}, Timestamp: t0,
@@ -326,7 +330,7 @@ func TestCancellationLimits(t *testing.T) {
 	if n := b.router.store.Len(); n != 1 {
 		t.Errorf("the store holds %d cancellations, want 1 (ahead, which calls nothing off now)", n)
 	}
-	for reason, want := range map[tiers.Reason]float64{tiers.ReasonKeyTooLarge: bigKeys, tiers.ReasonDueTooFar: 1, cancels.ReasonAhead: 1, tiers.ReasonDueNotNumber: 1} {
+	for reason, want := range map[tiers.Reason]float64{tiers.ReasonKeyTooLarge: bigKeys, tiers.ReasonDueTooFar: 1, tiers.ReasonDueImplausible: 1, cancels.ReasonAhead: 1, tiers.ReasonDueNotNumber: 1} {
 		if n := testutil.ToFloat64(b.router.metrics.invalidCancellations.WithLabelValues(string(reason))); n != want {
 			t.Errorf("invalid cancellations %s: %v, want %v", reason, n, want)
 		}

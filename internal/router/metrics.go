@@ -85,7 +85,7 @@ func newMetrics(reg prometheus.Registerer, table tiers.Table, st *stats, now fun
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	for _, r := range []tiers.Reason{tiers.ReasonKeyMissing, tiers.ReasonKeyTooLarge, tiers.ReasonDueTooFar, tiers.ReasonDueNotNumber,
-		tiers.ReasonHeaderInvalid, cancels.ReasonAhead, tiers.ReasonBatchTooLarge} {
+		tiers.ReasonDueImplausible, tiers.ReasonHeaderInvalid, cancels.ReasonAhead, tiers.ReasonBatchTooLarge} {
 		m.invalidCancellations.WithLabelValues(string(r))
 	}
 	return m
