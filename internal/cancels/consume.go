@@ -122,30 +122,7 @@ func (r *Reader) apply(fs kgo.Fetches) error {
 	next := make(map[int32]int64)
 	fs.EachRecord(func(rec *kgo.Record) {
 		next[rec.Partition] = rec.Offset + 1
-		if rec.Attrs.IsControl() {
-			if commit, ok := marker(rec); ok {
-				for _, p := range r.txns.end(rec.Partition, rec.ProducerID, commit, rec.Offset) {
-					r.write(b, p.txn.partition, p.offset, p.change)
-				}
-			}
-			return
-		}
-		ch, ok := r.decode(rec, now)
-		if !ok {
-			return
-		}
-		if !rec.Attrs.IsTransactional() {
-			r.write(b, rec.Partition, rec.Offset, ch)
-			return
-		}
-		// Read again after an overflow, a transaction's end is known.
-		if commit, known := r.txns.known(rec); known {
-			if commit {
-				r.write(b, rec.Partition, rec.Offset, ch)
-			}
-			return
-		}
-		r.txns.add(rec, ch, now)
+		r.take(b, rec, now)
 	})
 	if len(next) == 0 {
 		return nil
@@ -193,6 +170,34 @@ func (r *Reader) readAgain(offsets map[int32]int64) {
 		set[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
 	r.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{r.cfg.Topic: set})
+}
+
+// take adds what rec, read at now, does to b, or holds it pending.
+func (r *Reader) take(b *Batch, rec *kgo.Record, now time.Time) {
+	if rec.Attrs.IsControl() {
+		if commit, ok := marker(rec); ok {
+			for _, p := range r.txns.end(rec.Partition, rec.ProducerID, commit, rec.Offset) {
+				r.write(b, p.txn.partition, p.offset, p.change)
+			}
+		}
+		return
+	}
+	ch, ok := r.decode(rec, now)
+	if !ok {
+		return
+	}
+	if !rec.Attrs.IsTransactional() {
+		r.write(b, rec.Partition, rec.Offset, ch)
+		return
+	}
+	// Read again after an overflow, a transaction's end is known.
+	if commit, known := r.txns.known(rec); known {
+		if commit {
+			r.write(b, rec.Partition, rec.Offset, ch)
+		}
+		return
+	}
+	r.txns.add(rec, ch, now)
 }
 
 // write adds what ch does to the task's cancellation to b: the record at

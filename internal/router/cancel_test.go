@@ -308,7 +308,7 @@ func TestCancellationLimits(t *testing.T) {
 	}
 	for id, due := range map[string]string{
 		"far":  string(tiers.FormatMillis(t0.AddDate(10, 0, 0))), // more than --max-delay after the cancellation
-		"huge": "978000000000000000",                              // the year 31 million
+		"huge": "978000000000000000",                             // the year 31 million
 	} {
 		b.produceRec(t, &kgo.Record{Topic: b.cfg.Cancellations, Key: []byte(id), Value: []byte{}, Timestamp: t0,
 			Headers: []kgo.RecordHeader{{Key: tiers.HeaderDue, Value: []byte(due)}}})

@@ -294,19 +294,7 @@ func (r *Router) armTimer(t clock.Timer) {
 	}
 	t.Reset(at.Sub(r.clock.Now()))
 	r.wakeAt.Store(at.UnixNano())
-	if (e.state == stateTimer || e.state == stateWaiting) && !e.meta.Due.After(at) {
-		// It will be forwarded when the timer fires: have the reader read
-		// the cancellations up to its due time by then, so that it leaves
-		// without waiting for a round (see cancels.Reader.Prepare).
-		r.cancels.Prepare(laterOf(e.meta.Due, at.Add(-r.cancels.Lead())))
-	}
-}
-
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+	r.prepareGate(e, at)
 }
 
 // shutdown stops polling, hands off everything held and waits (bounded) for

@@ -1,6 +1,7 @@
 package benchcmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -230,4 +231,25 @@ func parseSteps(errs *service.Checks, flag string, raw []string) []int {
 		steps = append(steps, n)
 	}
 	return steps
+}
+
+// bounds checks the --max-* bounds, and that no cancelled order was closed.
+func (c *benchConfig) bounds(res benchResult) error {
+	var errs []error
+	if c.maxP99 > 0 && time.Duration(res.LatenessMs.P99)*time.Millisecond > c.maxP99 {
+		errs = append(errs, fmt.Errorf("lateness p99 %d ms, more than --max-p99 %v", res.LatenessMs.P99, c.maxP99))
+	}
+	if c.maxLate > 0 && time.Duration(res.LatenessMs.Max)*time.Millisecond > c.maxLate {
+		errs = append(errs, fmt.Errorf("lateness max %d ms, more than --max-lateness %v", res.LatenessMs.Max, c.maxLate))
+	}
+	if c.maxRSS > 0 && res.RouterPeakRSS > c.maxRSS {
+		errs = append(errs, fmt.Errorf("router peak RSS %.1f MB, more than --max-router-rss-mb %.0f", res.RouterPeakRSS, c.maxRSS))
+	}
+	if res.Writers != nil && res.Writers.Leaked > 0 {
+		errs = append(errs, fmt.Errorf("%d orders cancelled before they were due were closed", res.Writers.Leaked))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bench: %w", errors.Join(errs...))
+	}
+	return nil
 }

@@ -112,8 +112,20 @@ func (w *writers) cancel(ctx context.Context, r *rig, i int, id string, byRatio 
 	w.txn.Produce(ctx, rec, nil)
 }
 
-// see takes the first outcome event of each order.
-func (w *writers) see(ev outcome.Event) {
+// cancelAsync produces the cancellation of task id, made now.
+func (r *rig) cancelAsync(ctx context.Context, id string) {
+	rec, err := tiers.BuildCancellation(tiers.DefaultPrefix, tiers.Cancellation{ID: id, At: time.Now()})
+	if err != nil {
+		panic(err) // an id and a time always build
+	}
+	r.prod.Produce(ctx, rec, nil)
+}
+
+// see takes the outcome events; it counts the first of each order.
+func (w *writers) see(ev outcome.Event, first bool) {
+	if !first {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
