@@ -1,6 +1,7 @@
 package cancels
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -105,6 +106,32 @@ func (r *Reader) Prepare(t time.Time) {
 // Lead is how long a round has recently taken: a round prepared that long
 // before the router wakes is over by then.
 func (r *Reader) Lead() time.Duration { return time.Duration(r.lead.Load()) }
+
+// Behind returns how long, at now, the reader has owed a round that was
+// wanted or prepared: while it cannot list the topic's end or read up to
+// it, every due deadline waits. It is 0 while it owes none.
+func (r *Reader) Behind(now time.Time) time.Duration {
+	since := r.behindSince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(now.Sub(time.Unix(0, since)), 0)
+}
+
+// BehindAfter is how long the reader may owe a round before Stalled
+// reports it: longer than a broker's restart or a leader's move, and than
+// several of a round's listing timeouts.
+const BehindAfter = 30 * time.Second
+
+// Stalled returns an error saying how long the reader has owed a round,
+// once that is BehindAfter or more (see Behind); nil otherwise. A router is
+// not ready meanwhile: it forwards nothing.
+func (r *Reader) Stalled(now time.Time) error {
+	if d := r.Behind(now); d >= BehindAfter {
+		return fmt.Errorf("the cancellations topic %s has not been read up to its end for %v: every due deadline waits", r.cfg.Topic, d.Round(time.Second))
+	}
+	return nil
+}
 
 // Advanced is signalled (capacity 1) each time Covered moves or a
 // transaction's records stop holding their task ids.

@@ -119,8 +119,11 @@ type Reader struct {
 	wanted   atomic.Int64 // unix ns a round has been asked to cover
 	prepared atomic.Int64 // unix ns a round is asked to start at (see Prepare)
 	lead     atomic.Int64 // ns a round takes, recent average (see Lead)
-	want     chan struct{}
-	advanced chan struct{}
+	// behindSince is when the rounds began to owe a wanted or prepared
+	// round, unix ns; 0 while they owe none (see Behind).
+	behindSince atomic.Int64
+	want        chan struct{}
+	advanced    chan struct{}
 }
 
 // NewReader returns a Reader of cfg into store. It reads from the offsets

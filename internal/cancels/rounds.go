@@ -38,16 +38,21 @@ func (r *Reader) rounds(ctx context.Context) {
 			timer.Stop()
 			continue
 		}
-		if err := r.round(ctx, now); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			r.cfg.Logger.Warn("listing the end of the cancellations failed; forwarding waits", "topic", r.cfg.Topic, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(roundRetry):
-			}
+		// Owed since the first round that has not ended well.
+		r.behindSince.CompareAndSwap(0, now.UnixNano())
+		err := r.round(ctx, now)
+		if err == nil {
+			r.behindSince.Store(0)
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.cfg.Logger.Warn("listing the end of the cancellations failed; forwarding waits", "topic", r.cfg.Topic, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(roundRetry):
 		}
 	}
 }

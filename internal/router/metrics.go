@@ -98,6 +98,9 @@ func (m *metrics) registerStore(reg prometheus.Registerer, store *cancels.Store,
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "cancellations",
 		Help: "Cancellations held in the on-disk store, until --cancellation-grace after the furthest deadline each can call off (--max-delay after it was made)."},
 		func() float64 { return float64(store.Len()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "cancellations_behind_seconds",
+		Help: "How long the cancellations reader has owed a round (the topic listed and read up to its end) that due deadlines wait for; 0 while it owes none. Past 30 s the router is not ready."},
+		func() float64 { return rd.Behind(now()).Seconds() }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "cancellation_transactions",
 		Help: "Transactions open on the cancellations topic whose records hold task ids: the due deadlines of those task ids wait until each commits or aborts."},
 		func() float64 { n, _ := rd.OpenTransactions(); return float64(n) }))

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/hourglass/hourglass/internal/cancels"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -56,5 +57,37 @@ func TestNotReadyWhileFetchesFail(t *testing.T) {
 	fault.Remove()
 	b.produce(t, topic, "healed", b.clock.Now(), b.clock.Now().Add(-time.Second))
 	b.readWithin(t, b.cfg.Target, "healed", 1, 20*time.Second)
+	poll.Until(t, 10*time.Second, "ready again", b.router.Ready, func() string { return fmt.Sprint(b.router.NotReady()) })
+}
+
+// TestNotReadyWhileCancellationsBehind: the end of the cancellations topic
+// cannot be listed (NOT_LEADER_OR_FOLLOWER, a partition without a leader),
+// so a due deadline waits at the gate and nothing is forwarded: the router
+// is not ready once its reader has owed the round for
+// cancels.BehindAfter, and ready again once the round ends.
+func TestNotReadyWhileCancellationsBehind(t *testing.T) {
+	table, _ := tiers.Parse("10s")
+	b := setup(t, Config{Tiers: table})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 10*time.Second)
+	b.produce(t, topic, "waits", t0, t0.Add(time.Second))
+	b.waitArmed(t, t0.Add(time.Second))
+	fault := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListOffsets}, Topic: b.cfg.Cancellations, Err: kerr.NotLeaderForPartition, Count: -1})
+	defer fault.Remove()
+	b.clock.Advance(time.Second)
+	poll.Until(t, 20*time.Second, "a refused listing", func() bool { return fault.Hits() > 0 }, nil)
+	if !b.router.Ready() {
+		t.Fatalf("not ready at once: %v", b.router.NotReady())
+	}
+	b.clock.Advance(cancels.BehindAfter)
+	err := b.router.NotReady()
+	if err == nil || !strings.HasPrefix(err.Error(), "cancellations: the cancellations topic "+b.cfg.Cancellations+" has not been read up to its end for 30s") {
+		t.Fatalf("NotReady = %v, want the cancellations reader behind for 30s", err)
+	}
+	if s := b.router.Stats(); s.Forwarded != int64(table.Len()) || s.Gated != 1 {
+		t.Errorf("stats %+v: want the deadline gated", s)
+	}
+	fault.Remove()
+	b.readWithin(t, b.cfg.Target, "waits", 1, 20*time.Second)
 	poll.Until(t, 10*time.Second, "ready again", b.router.Ready, func() string { return fmt.Sprint(b.router.NotReady()) })
 }

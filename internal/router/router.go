@@ -149,12 +149,14 @@ func New(cfg Config, o Options) (*Router, error) {
 func (r *Router) readiness() []telemetry.Condition {
 	return []telemetry.Condition{
 		{Name: "fetch", Check: r.member.FetchFailing},
+		{Name: "cancellations", Check: func() error { return r.cancels.Stalled(r.clock.Now()) }},
 	}
 }
 
 // NotReady returns why the router is not ready, or nil: it is starting or
 // stopping, or a condition of readiness fails (its fetches have failed
-// for consumer.FetchFailingAfter).
+// for consumer.FetchFailingAfter, or its cancellations reader has owed a
+// round for cancels.BehindAfter).
 func (r *Router) NotReady() error { return telemetry.NotReady(r.ready.Load(), r.readiness()...) }
 
 // Ready reports whether NotReady is nil.
