@@ -29,10 +29,9 @@ const (
 	// maxBatchWindow bounds BatchWindow: it is lateness added to every
 	// deadline.
 	maxBatchWindow = time.Second
-	// DefaultMaxHeldBytesPerPartition bounds the bytes of the records one
-	// partition holds (waiting, in the timer, or being produced onward). With
-	// the default 6 partitions of 3 tiers and the timer's bytes, the router
-	// holds at most about 110 MiB of records, whatever they contain.
+	// DefaultMaxHeldBytesPerPartition bounds what the records one partition
+	// holds (waiting, in the timer, or being produced onward) take in
+	// memory, whatever they contain.
 	DefaultMaxHeldBytesPerPartition = 4 << 20
 	// DefaultTimerBytes bounds the bytes of the records in the in-memory
 	// timer.
@@ -113,8 +112,9 @@ type Config struct {
 	// out their tier before the router pauses fetching it; default
 	// DefaultMaxHeldPerPartition.
 	MaxHeldPerPartition int
-	// MaxHeldBytesPerPartition is how many bytes of records a partition may
-	// hold (waiting, in the timer or being produced) before the router
+	// MaxHeldBytesPerPartition is how many bytes the records a partition
+	// holds (waiting, in the timer or being produced) may take in memory,
+	// with the records they are produced onward as, before the router
 	// pauses fetching it; default DefaultMaxHeldBytesPerPartition.
 	MaxHeldBytesPerPartition int
 	// MaxInFlightPerTarget bounds the produces in flight to one topic;
@@ -176,7 +176,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 	fs.IntVar(&c.MaxHeldPerPartition, "max-held-per-partition", env("max-held-per-partition"), DefaultMaxHeldPerPartition,
 		"records a partition holds waiting out their tier before it is paused")
 	fs.IntVar(&c.MaxHeldBytesPerPartition, "max-held-bytes-per-partition", env("max-held-bytes-per-partition"), DefaultMaxHeldBytesPerPartition,
-		"`bytes` of records a partition holds (waiting, in the timer or being produced) before it is paused")
+		"`bytes` the records a partition holds (waiting, in the timer or being produced) take in memory before it is paused")
 	fs.IntVar(&c.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), DefaultMaxInFlightPerTarget,
 		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
 	record.LimitsVar(fs, &c.Limits)

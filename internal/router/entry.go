@@ -55,13 +55,21 @@ type entry struct {
 	held  bool // gated while a transaction that wrote its task id is open
 }
 
-// entryOverhead is what an entry costs beyond its record's bytes: the
-// entry, the record and its header slice.
-const entryOverhead = 320
+// entryOverhead and headerOverhead make what an entry counts for in the
+// byte limits what it takes in memory once produced onward, whatever its
+// record holds: entryOverhead for the entry, its record, the record onward
+// (which shares the key, value and header values) with the headers the
+// router adds, and the producer's bookkeeping of it; headerOverhead for
+// each header's name and its slots in both records' header slices.
+const (
+	entryOverhead  = 1024
+	headerOverhead = 96
+)
 
-// recordBytes is what the key, value and headers of rec take.
+// recordBytes is what the key, value and headers of rec take, with
+// headerOverhead for each header.
 func recordBytes(rec *kgo.Record) int {
-	return len(rec.Key) + len(rec.Value) + record.HeaderBytes(rec.Headers)
+	return len(rec.Key) + len(rec.Value) + record.HeaderBytes(rec.Headers) + headerOverhead*len(rec.Headers)
 }
 
 // own makes e hold a copy of its record's key, value and header values in

@@ -126,7 +126,7 @@ func registerStats(reg prometheus.Registerer, st *stats, now func() time.Time) {
 		v          *atomic.Int64
 	}{
 		{"dead_letter_retries_total", "Dead letters the dead-letter topic refused, tried again (in a minimal form when refused as too large).", true, &st.deadLetterRetries},
-		{"held_bytes", "Bytes of the records the router holds: waiting, in the timer, or being produced onward.", false, &st.heldBytes},
+		{"held_bytes", "Bytes the records the router holds take in memory, with the records they are produced onward as: waiting, in the timer, or being produced onward.", false, &st.heldBytes},
 		{"produce_waiting_records", "Produces waiting for room because their topic has --max-in-flight-per-target produces in flight.", false, &st.queued},
 		{"handed_off_total", "Held records put back into Kafka at a revoke or a stop.", true, &st.handedOff},
 		{"timer_records", "Records held in the in-memory timer for a delay shorter than the smallest tier.", false, &st.timer},

@@ -388,7 +388,8 @@ func clientOpts(cfg Config) []kgo.Opt {
 		// The router bounds what is in flight per topic itself
 		// (MaxInFlightPerTarget) and produces with TryProduce, so the
 		// client's buffer limit is only a backstop that never blocks the
-		// loop; memory is bounded by the held-bytes limits.
+		// loop; its memory is bounded by the held-bytes limits, since every
+		// record in it is counted there with the entry it leaves from.
 		kgo.MaxBufferedRecords(1 << 20),
 	}
 }
