@@ -27,6 +27,26 @@ func (b *bundle) produceAll(t *testing.T, rs []*kgo.Record, per int) {
 	}
 }
 
+// TestPollWithinHeldLimit: however many small records one fetch brings, a
+// partition holds at most twice MaxHeldPerPartition of them: a poll takes
+// no more than that, and the partition is paused after it.
+func TestPollWithinHeldLimit(t *testing.T) {
+	table, _ := tiers.Parse("30s")
+	const limit = 100
+	b := setup(t, Config{Tiers: table, MaxHeldPerPartition: limit, FetchPartitionBytes: 1 << 20})
+	t0 := b.clock.Now()
+	topic := tiers.Topic(b.cfg.Prefix, 30*time.Second)
+	var rs []*kgo.Record
+	for i := range 5000 {
+		rs = append(rs, delayRecord(topic, "k"+strconv.Itoa(i), t0, t0.Add(time.Minute)))
+	}
+	b.produceAll(t, rs, 1000)
+	b.waitStats(t, func(s Stats) bool { return s.Paused == 1 })
+	if s := b.router.Stats(); s.Held > 2*limit {
+		t.Errorf("the paused partition holds %d records, want at most %d (twice --max-held-per-partition)", s.Held, 2*limit)
+	}
+}
+
 // TestBurstWithinHeldBytes: records due at one instant, whose target does
 // not acknowledge, all go into the client's produce buffer at the instant.
 // What the partition holds until then, and so what the buffer holds, stays

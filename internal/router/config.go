@@ -109,8 +109,9 @@ type Config struct {
 	// DefaultTimerBytes.
 	TimerBytes int
 	// MaxHeldPerPartition is how many records a partition may hold waiting
-	// out their tier before the router pauses fetching it; default
-	// DefaultMaxHeldPerPartition.
+	// out their tier before the router pauses fetching it, and the most
+	// records one poll takes, so that a partition holds at most twice as
+	// many; default DefaultMaxHeldPerPartition.
 	MaxHeldPerPartition int
 	// MaxHeldBytesPerPartition is how many bytes the records a partition
 	// holds (waiting, in the timer or being produced) may take in memory,
@@ -120,9 +121,10 @@ type Config struct {
 	// MaxInFlightPerTarget bounds the produces in flight to one topic;
 	// default DefaultMaxInFlightPerTarget.
 	MaxInFlightPerTarget int
-	// FetchPartitionBytes bounds what one fetch returns per partition, and so
-	// what a partition can hold beyond MaxHeldPerPartition; default
-	// DefaultFetchPartitionBytes (256 KiB).
+	// FetchPartitionBytes bounds what one fetch returns per partition,
+	// compressed (at least one batch), and so what a partition can hold
+	// beyond MaxHeldBytesPerPartition; default DefaultFetchPartitionBytes
+	// (256 KiB).
 	FetchPartitionBytes int32
 	// BatchWindow makes the router wake on a grid of this interval: what
 	// is ready within one window (deadlines due, hops) leaves together at
@@ -174,7 +176,7 @@ func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
 		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
 	fs.IntVar(&c.TimerBytes, "timer-bytes", env("timer-bytes"), DefaultTimerBytes, "`bytes` of records the in-memory timer holds at most")
 	fs.IntVar(&c.MaxHeldPerPartition, "max-held-per-partition", env("max-held-per-partition"), DefaultMaxHeldPerPartition,
-		"records a partition holds waiting out their tier before it is paused")
+		"records a partition holds waiting out their tier before it is paused, and the most one poll takes")
 	fs.IntVar(&c.MaxHeldBytesPerPartition, "max-held-bytes-per-partition", env("max-held-bytes-per-partition"), DefaultMaxHeldBytesPerPartition,
 		"`bytes` the records a partition holds (waiting, in the timer or being produced) take in memory before it is paused")
 	fs.IntVar(&c.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), DefaultMaxInFlightPerTarget,

@@ -204,10 +204,14 @@ func (r *Router) Run(ctx context.Context) error {
 }
 
 // poll fetches and hands each poll's records to the loop, allowing
-// rebalances only after the loop has taken them.
+// rebalances only after the loop has taken them. A poll takes at most
+// MaxHeldPerPartition records: the loop keeps all of a poll's records and
+// pauses a partition only after them, so a partition holds at most twice
+// its limit of records, however small they are and however many of them a
+// fetch brings.
 func (r *Router) poll(ctx context.Context) {
 	for {
-		fs := r.cl.PollRecords(ctx, 10_000)
+		fs := r.cl.PollRecords(ctx, r.cfg.MaxHeldPerPartition)
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			r.cl.AllowRebalance()
 			return
