@@ -37,10 +37,19 @@ func quantityBytes(t *testing.T, q any) float64 {
 // cancellations (values.yaml, router.resources).
 const routerMemoryOverhead = 128 << 20
 
+// What a burst adds to a partition's byte limit (values.yaml,
+// router.resources): one poll of the smallest records held beyond it, each
+// taking routerSmallRecord bytes, and a fetch of them decoded whole by the
+// client, routerFetchDecoded times its compressed bytes.
+const (
+	routerSmallRecord  = 1280
+	routerFetchDecoded = 96
+)
+
 // TestChartRouterMemory checks, in every scenario, that GOMEMLIMIT is
 // derived from the router's memory limit with headroom (85-90% of it), and
-// that the router's byte limits fit under it when one router owns every
-// partition of every tier.
+// that what the router's limits let it hold fits under it when one router
+// owns every partition of every tier and a burst fills them all.
 func TestChartRouterMemory(t *testing.T) {
 	t.Parallel()
 	for _, values := range chartScenarios {
@@ -59,17 +68,30 @@ func TestChartRouterMemory(t *testing.T) {
 		})
 	}
 
-	// The render refuses a limit the byte limits do not fit, and names the
-	// way out; lowering maxHeldBytesPerPartition is one.
-	_, err := renderChart(t, "", "topics.partitions=40")
-	if err == nil || !strings.Contains(err.Error(), "router.resources.limits.memory 512Mi") || !strings.Contains(err.Error(), "lower router.maxHeldBytesPerPartition") {
-		t.Errorf("40 partitions of 3 tiers with 512Mi: want the render refused, got %v", err)
+	// The render refuses a limit the limits do not fit, and names the ways
+	// out: a larger limit, or lower limits of what a partition holds.
+	for _, set := range [][]string{{"topics.partitions=16"}, {"router.fetchPartitionBytes=262144"}} {
+		_, err := renderChart(t, "", set...)
+		if err == nil {
+			t.Errorf("%v with 512Mi: want the render refused", set)
+			continue
+		}
+		for _, want := range []string{"router.resources.limits.memory 512Mi", "in a burst", "raise the limit to at least",
+			"lower router.maxHeldBytesPerPartition, router.maxHeldPerPartition or router.fetchPartitionBytes"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v with 512Mi: the refusal does not say %q: %v", set, want, err)
+			}
+		}
 	}
-	if _, err := renderChart(t, "", "topics.partitions=40", "router.maxHeldBytesPerPartition=2097152"); err != nil {
-		t.Errorf("40 partitions with 2 MiB per partition: %v", err)
-	}
-	if _, err := renderChart(t, "", "topics.partitions=40", "router.resources.limits.memory=1Gi"); err != nil {
-		t.Errorf("40 partitions with a 1Gi limit: %v", err)
+	for _, set := range [][]string{
+		{"topics.partitions=16", "router.maxHeldBytesPerPartition=1048576"},
+		{"topics.partitions=16", "router.fetchPartitionBytes=8192"},
+		{"topics.partitions=16", "router.maxHeldPerPartition=200", "router.maxHeldBytesPerPartition=2097152"},
+		{"topics.partitions=16", "router.resources.limits.memory=1Gi"},
+	} {
+		if _, err := renderChart(t, "", set...); err != nil {
+			t.Errorf("%v: %v", set, err)
+		}
 	}
 }
 
@@ -97,8 +119,9 @@ func checkMemoryLimit(t *testing.T, o object, c ctr, env map[string]string) {
 		return n
 	}
 	parts := float64(len(strings.Split(env["HOURGLASS_TIERS"], ","))) * num("HOURGLASS_PARTITIONS")
-	need := parts*(num("HOURGLASS_MAX_HELD_BYTES_PER_PARTITION")+num("HOURGLASS_FETCH_PARTITION_BYTES")) +
-		num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
+	perPart := num("HOURGLASS_MAX_HELD_BYTES_PER_PARTITION") + routerSmallRecord*num("HOURGLASS_MAX_HELD_PER_PARTITION") +
+		routerFetchDecoded*num("HOURGLASS_FETCH_PARTITION_BYTES")
+	need := parts*perPart + num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
 	t.Logf("%s: %.0f partitions need up to %.0f MiB; GOMEMLIMIT %.0f MiB, limit %.0f MiB", o, parts, need/(1<<20), soft/(1<<20), limit/(1<<20))
 	if need > soft {
 		t.Errorf("%s: a router owning all %.0f partitions may hold %.0f MiB, above GOMEMLIMIT %.0f MiB", o, parts, need/(1<<20), soft/(1<<20))

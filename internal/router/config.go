@@ -22,7 +22,11 @@ const (
 	DefaultCommitInterval      = 50 * time.Millisecond
 	DefaultShutdownTimeout     = 20 * time.Second
 	DefaultRevokeTimeout       = 5 * time.Second
-	DefaultFetchPartitionBytes = 256 << 10
+	// DefaultFetchPartitionBytes keeps a fetch of small, well-compressed
+	// records to a few of the router's polls: what a poll leaves of a
+	// partition it paused is decoded for nothing, and what the client
+	// decodes ahead waits in memory (docs/benchmarks.md).
+	DefaultFetchPartitionBytes = 32 << 10
 	// DefaultBatchWindow is the router command's --batch-window: a few
 	// milliseconds of lateness for deadlines that leave in batches.
 	DefaultBatchWindow = 5 * time.Millisecond
@@ -124,7 +128,7 @@ type Config struct {
 	// FetchPartitionBytes bounds what one fetch returns per partition,
 	// compressed (at least one batch), and so what a partition can hold
 	// beyond MaxHeldBytesPerPartition; default DefaultFetchPartitionBytes
-	// (256 KiB).
+	// (32 KiB).
 	FetchPartitionBytes int32
 	// BatchWindow makes the router wake on a grid of this interval: what
 	// is ready within one window (deadlines due, hops) leaves together at
