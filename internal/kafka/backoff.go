@@ -59,7 +59,8 @@ func NewFetchBackoff(cl *kgo.Client) *FetchBackoff {
 // Failed notes that a fetch of the partition failed, pauses it and returns
 // how long it stays paused; a new failure after a quiet spell starts from
 // FetchBackoffMin again. An error that names no partition (topic "") is
-// not paced here and returns 0.
+// not paced here and returns 0. A batch left to a later fetch (Deferred)
+// is no failure: the next fetch reads it, and must not wait.
 func (b *FetchBackoff) Failed(topic string, partition int32) time.Duration {
 	if topic == "" {
 		return 0

@@ -23,17 +23,19 @@ import (
 // moves past it. franz-go's own bounded decompressor reports a zstd frame
 // whose declared window is over the bound, or a corrupt batch, as a plain
 // error instead, which stops the partition with no way past it: a producer
-// could stop a partition for good with one such batch.
+// could stop a partition for good with one such batch. A batch for which
+// the client's budget has no room is not decoded (errDeferred).
 type decompressor struct {
-	max   int
-	plain kgo.Decompressor // snappy, once its decoded length is checked
-	zstd  sync.Pool
-	gzip  sync.Pool
-	lz4   sync.Pool
+	max    int
+	budget *decodeBudget
+	plain  kgo.Decompressor // snappy, once its decoded length is checked
+	zstd   sync.Pool
+	gzip   sync.Pool
+	lz4    sync.Pool
 }
 
-func newDecompressor(max int) *decompressor {
-	d := &decompressor{max: max, plain: kgo.DefaultDecompressor()}
+func newDecompressor(max int, budget *decodeBudget) *decompressor {
+	d := &decompressor{max: max, budget: budget, plain: kgo.DefaultDecompressor()}
 	d.zstd.New = func() any {
 		dec, _ := zstd.NewReader(nil, zstd.WithDecoderLowmem(true), zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderMaxMemory(uint64(max)), zstd.WithDecoderMaxWindow(uint64(max)))
@@ -50,15 +52,24 @@ func newDecompressor(max int) *decompressor {
 // each, would take some twenty times its decompressed size (a batch within
 // the broker's default 1 MiB, 160 MB).
 func (d *decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	if !d.budget.reserve() {
+		return nil, errDeferred
+	}
 	out, err := d.decompress(src, codec)
+	held := 0
 	if err == nil {
-		if cost := decodedCost(out); cost > d.max {
+		var cost int
+		if cost, held = decodedCost(out); cost > d.max {
 			out, err = nil, fmt.Errorf("%w: its records take %d bytes decoded", kgo.ErrMaxDecompress, cost)
 		}
 	}
-	if err != nil && !errors.Is(err, kgo.ErrMaxDecompress) {
-		err = fmt.Errorf("%w: %w", kgo.ErrMaxDecompress, err)
+	if err != nil {
+		held = 0
+		if !errors.Is(err, kgo.ErrMaxDecompress) {
+			err = fmt.Errorf("%w: %w", kgo.ErrMaxDecompress, err)
+		}
 	}
+	d.budget.settle(held)
 	return out, err
 }
 
@@ -71,53 +82,79 @@ const (
 )
 
 // decodedCost returns what the records of a decompressed v2 batch take
-// once decoded: its bytes and the cost of each record up to the first that
-// does not read as one, where franz-go stops decoding too. A v0 or v1
-// message set (an offset's leading zero reads as a record too short) costs
-// its bytes.
-func decodedCost(b []byte) int {
-	cost := len(b)
-	for len(b) > 0 {
+// once decoded, up to the first that does not read as one, where franz-go
+// stops decoding too: cost, its bytes and the cost of each record, and
+// held, the sum of heldBytes over its records (what the client's budget
+// counts of them, without the bytes that frame them in the batch). A v0 or
+// v1 message set (an offset's leading zero reads as a record too short)
+// costs and holds its bytes.
+func decodedCost(b []byte) (cost, held int) {
+	cost = len(b)
+	for records := 0; len(b) > 0; records++ {
 		n, used := binary.Varint(b)
 		// A record has at least its attributes, timestamp and offset
 		// deltas, key and value lengths and header count.
-		if used <= 0 || n < 6 || n > int64(len(b)-used) {
-			return cost
+		var r recordSize
+		ok := used > 0 && n >= 6 && n <= int64(len(b)-used)
+		if ok {
+			r, ok = readRecord(b[used+1 : used+int(n)]) // past the attributes
 		}
-		rec := b[used+1 : used+int(n)] // past the attributes
+		if !ok {
+			if records == 0 {
+				held = len(b)
+			}
+			return cost, held
+		}
 		b = b[used+int(n):]
-		ok := true
-		for range 2 { // timestamp and offset deltas
-			_, used := binary.Varint(rec)
-			if used <= 0 {
-				return cost
-			}
-			rec = rec[used:]
-		}
-		for range 2 { // key and value
-			if rec, _, ok = varintBytes(rec); !ok {
-				return cost
-			}
-		}
-		nh, used := binary.Varint(rec)
-		if used <= 0 || nh > int64(len(rec)) {
-			return cost
+		cost += recordCost + r.headers*headerCost + r.names
+		held += recordCost + r.headers*headerCost + r.payload
+	}
+	return cost, held
+}
+
+// recordSize is the size of a v2 record's parts: payload, its key, value,
+// and header names and values; names, its header names alone; headers, how
+// many headers it has.
+type recordSize struct{ payload, names, headers int }
+
+// readRecord reads a v2 record past its length and attributes.
+func readRecord(rec []byte) (recordSize, bool) {
+	var (
+		size recordSize
+		n    int
+		ok   bool
+	)
+	for range 2 { // timestamp and offset deltas
+		_, used := binary.Varint(rec)
+		if used <= 0 {
+			return size, false
 		}
 		rec = rec[used:]
-		headers := 0
-		for range max(nh, 0) {
-			var name int
-			if rec, name, ok = varintBytes(rec); !ok {
-				return cost
-			}
-			if rec, _, ok = varintBytes(rec); !ok {
-				return cost
-			}
-			headers += headerCost + name
-		}
-		cost += recordCost + headers
 	}
-	return cost
+	for range 2 { // key and value
+		if rec, n, ok = varintBytes(rec); !ok {
+			return size, false
+		}
+		size.payload += n
+	}
+	nh, used := binary.Varint(rec)
+	if used <= 0 || nh > int64(len(rec)) {
+		return size, false
+	}
+	rec = rec[used:]
+	for range max(nh, 0) {
+		var name, value int
+		if rec, name, ok = varintBytes(rec); !ok {
+			return size, false
+		}
+		if rec, value, ok = varintBytes(rec); !ok {
+			return size, false
+		}
+		size.payload += name + value
+		size.names += name
+		size.headers++
+	}
+	return size, true
 }
 
 // varintBytes skips a varint-length byte string (-1: null) at the start of

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -83,7 +84,7 @@ func TestDecompressor(t *testing.T) {
 		{"xerial truncated", kgo.CodecSnappy, xerialOf(small)[:30], nil},
 		{"unknown codec", kgo.CompressionCodecType(7), small, nil},
 	}
-	d := newDecompressor(max)
+	d := newDecompressor(max, newDecodeBudget(2*max, max, time.Now))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := d.Decompress(tt.src, tt.codec)

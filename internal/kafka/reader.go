@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -13,19 +14,34 @@ import (
 // MiB of memory.
 const DefaultMaxDecompressBatchBytes = 16 << 20
 
+// DecodeBudgetBatches is the decode budget of a reader, in batch caps: the
+// records a client has decoded and not yet handed to a poll take at most
+// this many times the cap of one batch (32 MiB by default). It is two so
+// that a batch at the cap always fits beside what a poll left buffered,
+// and every poll makes progress.
+const DecodeBudgetBatches = 2
+
 // ReaderOpts returns the options of any client that reads Hourglass topics,
 // in a group or not (the dlq tool, watchers, the load test's verify): read
-// committed, and batches capped at maxBatch decompressed bytes (0 means
-// DefaultMaxDecompressBatchBytes); a batch over the cap or malformed is
-// reported as a *kgo.ErrDecompressTooLarge (see SkipBatch).
+// committed; batches capped at maxBatch decompressed bytes (0 means
+// DefaultMaxDecompressBatchBytes), a batch over the cap or malformed being
+// reported as a *kgo.ErrDecompressTooLarge (see SkipBatch); and the
+// client's decode budget (DecodeBudgetBatches): over it, the client leaves
+// batches to a later fetch (see Deferred). Each call serves one client.
 func ReaderOpts(maxBatch int) []kgo.Opt {
+	return readerOpts(maxBatch, time.Now)
+}
+
+func readerOpts(maxBatch int, now func() time.Time) []kgo.Opt {
 	if maxBatch <= 0 {
 		maxBatch = DefaultMaxDecompressBatchBytes
 	}
+	budget := newDecodeBudget(DecodeBudgetBatches*maxBatch, maxBatch, now)
 	return []kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.MaxDecompressBatchBytes(maxBatch),
-		kgo.WithDecompressor(newDecompressor(maxBatch)),
+		kgo.WithDecompressor(newDecompressor(maxBatch, budget)),
+		kgo.WithHooks(budget),
 	}
 }
 
