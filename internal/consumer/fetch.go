@@ -20,8 +20,10 @@ func (m *Member) Pause(parts map[string][]int32) { m.backoff.Pause(parts) }
 // Resume resumes partitions the service paused (see Pause).
 func (m *Member) Resume(parts map[string][]int32) { m.backoff.Resume(parts) }
 
-// FetchErrors handles a poll's errors: a batch too large to decompress, or
-// malformed, is skipped and handed to skipped (see TakeSkipped); the fencing
+// FetchErrors handles a poll's errors: a batch the client left to a later
+// fetch, being over its decode budget (kafka.Deferred), is no error; a
+// batch too large to decompress, or malformed, is skipped and handed to
+// skipped (see TakeSkipped); the fencing
 // of the member's instance id by another member, or a consumed topic
 // deleted and created again (which the client would never read), is
 // returned, and the service must stop; other errors are logged (a canceled
@@ -32,6 +34,9 @@ func (m *Member) Resume(parts map[string][]int32) { m.backoff.Resume(parts) }
 func (m *Member) FetchErrors(fs kgo.Fetches, skipped func(*kgo.ErrDecompressTooLarge)) error {
 	var fatal error
 	fs.EachError(func(topic string, partition int32, err error) {
+		if kafka.Deferred(err) {
+			return
+		}
 		switch tooLarge := kafka.SkipBatch(m.cl, err); {
 		case tooLarge != nil:
 			skipped(tooLarge)

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/hostile"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
 )
 
 // TestSkipBatch: a record batch over the decompression cap is skipped with
@@ -189,5 +191,78 @@ func TestGroupClientOpts(t *testing.T) {
 				t.Errorf("client settings %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFetchErrorsDeferred: partitions of batches near the cap, read in a
+// fetch, are over the client's decode budget, and the client leaves their
+// batches to a later fetch, reporting it for a partition whose first batch
+// it left (kafka.Deferred). That is no error: FetchErrors neither warns nor
+// backs off from it, and every record is read.
+func TestFetchErrorsDeferred(t *testing.T) {
+	const (
+		partitions = 3
+		batches    = 6
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	topic := "deferred-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	seeds := kgo.SeedBrokers(cluster.ListenAddrs()...)
+	prod, err := kgo.NewClient(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if _, err := kadm.NewClient(prod).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(partitions) {
+		for i := range batches {
+			recs := make([]kgo.Record, 9) // 900 kB decoded: most of the cap
+			for j := range recs {
+				recs[j] = kgo.Record{Key: fmt.Appendf(nil, "%d-%d-%d", p, i, j), Value: make([]byte, 100_000)}
+			}
+			batch, err := hostile.ZstdBatch(recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := hostile.ProduceBatch(ctx, prod, topic, p, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var logs syncbuf.Buffer
+	m, err := New(Config{
+		Group:  Group{Name: topic + "-group", Topics: []string{topic}, MaxDecompressBatchBytes: 1 << 20},
+		Kafka:  []kgo.Opt{seeds},
+		Opts:   []kgo.Opt{kgo.FetchMaxPartitionBytes(1 << 20)},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Client().Close()
+	var got, deferred int
+	for got < partitions*batches*9 {
+		fs := m.Client().PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d records; log:\n%s", got, logs.String())
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			if kafka.Deferred(err) {
+				deferred++
+			}
+		})
+		if err := m.FetchErrors(fs, func(b *kgo.ErrDecompressTooLarge) { t.Errorf("skipped %+v", b) }); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+		m.Client().AllowRebalance()
+	}
+	if deferred == 0 {
+		t.Error("no poll reported a deferred batch: the test read nothing over the budget")
+	}
+	if logs.String() != "" {
+		t.Errorf("FetchErrors logged:\n%s", logs.String())
 	}
 }

@@ -144,7 +144,7 @@ func (c *collector) poll(ctx context.Context) error {
 	}
 	var ferr error
 	fs.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && ferr == nil {
+		if !kafka.Deferred(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && ferr == nil {
 			ferr = fmt.Errorf("outcomes %s[%d]: fetch: %w", t, p, err)
 		}
 	})

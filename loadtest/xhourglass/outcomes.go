@@ -113,7 +113,7 @@ func (w *watcher) run() {
 			fs := w.cl.PollFetches(ctx)
 			var ferr error
 			fs.EachError(func(t string, p int32, err error) {
-				if ferr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+				if ferr == nil && !kafka.Deferred(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 					ferr = fmt.Errorf("outcomes %s[%d]: fetch: %w", t, p, err)
 				}
 			})

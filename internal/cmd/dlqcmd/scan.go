@@ -119,7 +119,7 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 		}
 		var fetchErr error
 		fs.EachError(func(_ string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			if kafka.Deferred(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			if big := kafka.SkipBatch(cl, err); big != nil {

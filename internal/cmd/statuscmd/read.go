@@ -213,13 +213,13 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 	}
 }
 
-// fetchErrors notes the errors of a poll: a batch too large to
-// decompress is skipped and reported; any other error ends the read of
-// its partition.
+// fetchErrors notes the errors of a poll: a batch left to a later fetch
+// (kafka.Deferred) is none; a batch too large to decompress is skipped and
+// reported; any other error ends the read of its partition.
 func (r *reader) fetchErrors(cl *kgo.Client, fs kgo.Fetches, left map[string]*PartRead) {
 	fs.EachError(func(topic string, partition int32, err error) {
 		p, ok := left[topic]
-		if !ok || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if !ok || kafka.Deferred(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
 		if big := kafka.SkipBatch(cl, err); big != nil {
