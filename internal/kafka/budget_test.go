@@ -209,6 +209,62 @@ func TestDecodeBudgetForgets(t *testing.T) {
 	t.Logf("%d polls deferred", deferred)
 }
 
+// TestDecodeBudgetFair: a partition of big batches takes the budget of
+// each fetch it comes first in, and the partitions after it wait for the
+// next fetch. In a fetch session kfake answers the partitions that moved
+// first, the big one every time: a record produced to another partition
+// waited until the big one was read to its end. Without sessions each
+// fetch starts one partition later, and the record comes while most of the
+// big partition is still to be read.
+func TestDecodeBudgetFair(t *testing.T) {
+	const batches = 40
+	ctx := testCtx(t)
+	topic := topicName(t, "fair")
+	if _, err := newAdmin(t, nil).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	seeds := kgo.SeedBrokers(cluster.ListenAddrs()...)
+	prod, err := kgo.NewClient(seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range batches {
+		if err := hostile.ProduceBatch(ctx, prod, topic, 0, bigBatch(t, 0, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := time.Now()
+	cl, err := kgo.NewClient(append(readerOpts(budgetCap, func() time.Time { return frozen }), seeds,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxPartitionBytes(1<<20))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	big := cl.PollFetches(ctx).NumRecords() // then a record in the other partition
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Value: make([]byte, 1000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for other := false; !other; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("the other partition's record never came; read %d records of the big one", big)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Partition == 1 {
+				other = true
+			} else {
+				big++
+			}
+		})
+	}
+	if big > batches*9/2 {
+		t.Errorf("the other partition's record came after %d of the big partition's %d records; want before half", big, batches*9)
+	}
+}
+
 // TestDecodedCostHeld: what the decompressor counts of a batch is what
 // the client's hooks count of its records once buffered (heldBytes), to the
 // byte: any difference would stay counted after every fetch.

@@ -28,7 +28,10 @@
 // transactions) stay counted until no batch was decoded for 100 ms. A
 // partition whose first batch was left to a later fetch comes back from
 // the poll with an error that [Deferred] reports: it is no error, and is
-// neither logged, backed off from, nor dead-lettered.
+// neither logged, backed off from, nor dead-lettered. Readers fetch without
+// fetch sessions, so that each fetch starts one partition later: a
+// partition of big batches takes the budget of the fetches it comes first
+// in, not of every fetch.
 //
 // [KeyPartition] is the partition a task id's records go to, as every
 // Hourglass producer (and the Java client) partitions them. Group
