@@ -70,6 +70,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return exitCause(ctx, err)
 	}
 	defer r.close()
+	// Built before the orders start, not to take the cores from them.
+	if r.bigBatches, err = buildBigBatches(c); err != nil {
+		return exitCause(ctx, err)
+	}
 	switch {
 	case len(c.pendingSteps) > 0:
 		err = r.benchMemory(ctx, stdout, stderr)
@@ -119,6 +123,7 @@ type rig struct {
 	// routerHTTP is the router's metrics address in the cancellations
 	// memory mode; empty otherwise (no HTTP server).
 	routerHTTP string
+	bigBatches [][]byte // --big-batches, sent halfway through the scheduling
 	stderr     io.Writer
 	died       func(error) // ends the bench when a service exits on its own
 }
@@ -276,8 +281,8 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 	return c.bounds(res)
 }
 
-// startSide starts the kill of --kill, the hostile load of --hostile-rate
-// and --bombs, and the other writers of the cancellations topic, each in a
+// startSide starts the kill of --kill, the hostile load of --hostile-rate,
+// --bombs and --big-batches, and the other writers of the cancellations topic, each in a
 // goroutine of side. The kill and the open transaction's abort run to
 // their end, whenever the scheduling ends (called off if the bench returns
 // first); the hostile load and the flood stop with the scheduling.
@@ -306,6 +311,9 @@ func (r *rig) startSide(killCtx, hostileCtx context.Context, side *sync.WaitGrou
 	}
 	if c.hostileRate > 0 || c.bombs > 0 {
 		side.Go(func() { hostileLoad(hostileCtx, r.prod, c, stderr) })
+	}
+	if len(r.bigBatches) > 0 {
+		side.Go(func() { sendBigBatches(hostileCtx, r.prod, c, r.bigBatches, start, stderr) })
 	}
 }
 
@@ -372,8 +380,8 @@ func (r *rig) result(snap embedded.Snapshot, produced int, start time.Time, sche
 		DurationSeconds: round(time.Since(start).Seconds()),
 		InstanceIDs:     c.instanceIDs,
 	}
-	if c.hostileRate > 0 || c.bombs > 0 {
-		res.Hostile = &hostileResult{Rate: c.hostileRate, Bombs: c.bombs}
+	if c.hostile() {
+		res.Hostile = &hostileResult{Rate: c.hostileRate, Bombs: c.bombs, BigBatches: c.bigBatches}
 	}
 	return res
 }

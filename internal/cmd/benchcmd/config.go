@@ -45,6 +45,7 @@ type benchConfig struct {
 
 	hostileRate int
 	bombs       int
+	bigBatches  int
 
 	maxP99      time.Duration
 	maxLate     time.Duration
@@ -70,7 +71,7 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	}
 	errs := c.validate(rawTiers, steps)
 	c.cancelSteps = parseSteps(&errs, "cancellation-steps", cancelSteps)
-	if len(c.cancelSteps) > 0 && (len(c.pendingSteps) > 0 || c.burst > 0 || c.kill != "" || c.hostileRate > 0 || c.bombs > 0 || c.closer != closerLog) {
+	if len(c.cancelSteps) > 0 && (len(c.pendingSteps) > 0 || c.burst > 0 || c.kill != "" || c.hostile() || c.closer != closerLog) {
 		errs.Add("cancellation-steps", "the cancellations memory mode takes no other mode, --kill, hostile records nor a database --closer")
 	}
 	if c.cancelRatio > 0 && (c.burst > 0 || c.closer != closerLog || len(c.pendingSteps) > 0) {
@@ -136,6 +137,7 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 	fs.IntVar(&c.cancelFlood, "cancel-flood", "", 0, "bytes a second of cancellations whose keys (900 KiB) no task id has, while the orders are scheduled (0: none)")
 	fs.IntVar(&c.hostileRate, "hostile-rate", "", 0, "records with a value just under the size limit per second, next to the orders")
 	fs.IntVar(&c.bombs, "bombs", "", 0, "zstd batches that decompress to 256 MiB, one per second")
+	fs.IntVar(&c.bigBatches, "big-batches", "", 0, "zstd batches that decompress to just under the 16 MiB cap, sent at once into one partition")
 	fs.DurationVar(&c.maxP99, "max-p99", "", 0, "fail when lateness p99 exceeds this (0: no bound)")
 	fs.DurationVar(&c.maxLate, "max-lateness", "", 0, "fail when the largest lateness exceeds this (0: no bound)")
 	fs.Float64Var(&c.maxRSS, "max-router-rss-mb", "", 0, "fail when the router's peak RSS exceeds this many MB (0: no bound)")
@@ -179,7 +181,8 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 		errs.Add("open-txn", "%v: want 0 (none) up to 10m", c.openTxn)
 	}
 	errs.IntRange("bombs", c.bombs, 0, 100)
-	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostileRate > 0 || c.bombs > 0 || c.closer != closerLog) {
+	errs.IntRange("big-batches", c.bigBatches, 0, 1000)
+	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostile() || c.closer != closerLog) {
 		errs.Add("pending-steps", "the memory mode takes neither --kill, hostile records nor a database --closer")
 	}
 	c.validateBurst(&errs)
@@ -192,7 +195,7 @@ func (c *benchConfig) validateBurst(errs *service.Checks) {
 	if c.burstLead < 0 || c.burstLead > time.Hour {
 		errs.Add("burst-lead", "%v: want 0 (the default) up to 1h", c.burstLead)
 	}
-	if c.burst > 0 && (len(c.pendingSteps) > 0 || c.kill != "" || c.hostileRate > 0 || c.bombs > 0) {
+	if c.burst > 0 && (len(c.pendingSteps) > 0 || c.kill != "" || c.hostile()) {
 		errs.Add("burst", "the burst mode takes neither --pending-steps, --kill nor hostile records")
 	}
 	switch c.closer {
@@ -211,6 +214,11 @@ func (c *benchConfig) validateBurst(errs *service.Checks) {
 	default:
 		errs.Add("closer", "%q: want log, postgres or mysql", c.closer)
 	}
+}
+
+// hostile reports whether the run sends hostile records next to the orders.
+func (c *benchConfig) hostile() bool {
+	return c.hostileRate > 0 || c.bombs > 0 || c.bigBatches > 0
 }
 
 // burstLeadFor is the default --burst-lead for n deadlines: 5 s, and 20 µs

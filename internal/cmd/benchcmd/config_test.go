@@ -46,6 +46,10 @@ func TestParseBurst(t *testing.T) {
 		{[]string{"--burst", "-1"}, "--burst"},
 		{[]string{"--keep-table"}, "--keep-table"},
 		{[]string{"--pending-steps", "10,20", "--closer", "postgres"}, "memory mode"},
+		{[]string{"--big-batches", "100"}, ""},
+		{[]string{"--big-batches", "-1"}, "--big-batches"},
+		{[]string{"--burst", "1000", "--big-batches", "3"}, "the burst mode takes neither"},
+		{[]string{"--pending-steps", "10,20", "--big-batches", "3"}, "memory mode"},
 	} {
 		c, err := parseBench(tc.args, io.Discard)
 		switch {

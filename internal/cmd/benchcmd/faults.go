@@ -1,6 +1,7 @@
 package benchcmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/hostile"
+	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -120,8 +122,9 @@ func (k *killWatch) result(c *benchConfig, dups int) *killResult {
 
 // hostileResult is the "hostile" object of the bench's JSON line.
 type hostileResult struct {
-	Rate  int `json:"near_limit_records_per_s"`
-	Bombs int `json:"bombs"`
+	Rate       int `json:"near_limit_records_per_s"`
+	Bombs      int `json:"bombs"`
+	BigBatches int `json:"big_batches"`
 }
 
 // hostileLoad produces, until ctx ends, near-limit records at c.hostileRate
@@ -168,4 +171,71 @@ func hostileLoad(ctx context.Context, prod *kgo.Client, c *benchConfig, stderr i
 			prod.Produce(ctx, r, nil)
 		}
 	}
+}
+
+// bigBatchKeys is how many records of a big batch have a key of 1 MiB:
+// with the batch's one deadline, the batch decodes to just under the cap
+// (kafka.DefaultMaxDecompressBatchBytes), which each batch passes alone.
+const bigBatchKeys = kafka.DefaultMaxDecompressBatchBytes>>20 - 1
+
+// buildBigBatches returns c.bigBatches zstd batches of about 3 kB each:
+// one deadline due --pending-delay ahead, which the router holds, and
+// bigBatchKeys records with a key of 1 MiB (over the key limit: dead
+// letters).
+func buildBigBatches(c *benchConfig) ([][]byte, error) {
+	// Not zeros: a decoder may leave pages of zeros untouched, which
+	// would not show in the router's RSS.
+	bigKey := bytes.Repeat([]byte("hourglass "), 1<<20/10)
+	batches := make([][]byte, c.bigBatches)
+	for i := range batches {
+		due, err := tiers.BuildRecord(tiers.DefaultPrefix, c.tiers, time.Now(),
+			tiers.Task{ID: "big-batch-" + strconv.Itoa(i), Due: time.Now().Add(c.pendingDelay)})
+		if err != nil {
+			return nil, fmt.Errorf("bench: big batch: %w", err)
+		}
+		recs := []kgo.Record{*due}
+		for range bigBatchKeys {
+			recs = append(recs, kgo.Record{Key: bigKey})
+		}
+		if batches[i], err = hostile.ZstdBatch(recs); err != nil {
+			return nil, fmt.Errorf("bench: big batch: %w", err)
+		}
+	}
+	return batches, nil
+}
+
+// sendBigBatches produces batches at once, stamped now, from a few
+// goroutines, into the first partition of the largest tier's topic,
+// halfway through the scheduling that began at start: faster than the
+// router fetches, so that one fetch meets dozens of them, and their
+// deadlines wait out the longest tier in the router.
+func sendBigBatches(ctx context.Context, prod *kgo.Client, c *benchConfig, batches [][]byte, start time.Time, stderr io.Writer) {
+	if !sleepUntil(ctx, start.Add(time.Duration(float64(c.orders)/float64(c.rate)/2*float64(time.Second)))) {
+		return
+	}
+	all := c.tiers.Topics(tiers.DefaultPrefix)
+	topic := all[len(all)-1]
+	sent := time.Now()
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int32
+	)
+	for range 4 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(batches); i = int(next.Add(1)) - 1 {
+				batch, err := hostile.Restamp(batches[i], time.Now())
+				if err == nil {
+					err = hostile.ProduceBatch(ctx, prod, topic, 0, batch)
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						fmt.Fprintln(stderr, "bench: big batch:", err)
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Fprintf(stderr, "bench: sent %d big batches to %s[0] in %v\n", len(batches), topic, time.Since(sent).Round(time.Millisecond))
 }

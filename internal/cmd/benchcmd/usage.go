@@ -61,6 +61,14 @@ per second, and zstd batches of 256 MiB that fit in 35 kB on the wire
 memory (router_peak_rss_mb; --max-router-rss-mb fails the run above a
 bound) and dead-letter the batches.
 
+With --big-batches N the bench builds N zstd batches of about 3 kB that
+each decode to just under the 16 MiB cap (one deadline due --pending-delay
+ahead and fifteen records with a key of 1 MiB, which are dead-lettered),
+and sends them at once halfway through the scheduling into the first
+partition of the largest tier's topic: the router meets dozens of them in
+one fetch, next to the orders, and must stay bounded in memory and keep the
+orders of the other partitions on time.
+
 With --pending-steps the bench measures memory instead: it schedules orders
 due far ahead (--pending-delay) and samples the router's RSS as the pending
 deadlines reach each step. Its line has the CPU seconds of the router and
