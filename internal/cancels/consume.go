@@ -33,6 +33,9 @@ func (r *Reader) consume(ctx context.Context) error {
 		}
 		var recreated error
 		fs.EachError(func(topic string, p int32, err error) {
+			if kafka.Deferred(err) {
+				return // its next batches wait for the decode budget: no error
+			}
 			if b := kafka.SkipBatch(r.cl, err); b != nil {
 				r.skipped(b)
 				return

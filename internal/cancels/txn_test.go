@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hourglass/hourglass/internal/clock"
+	"github.com/hourglass/hourglass/internal/hostile"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -432,5 +435,63 @@ func TestTxnsOverflow(t *testing.T) {
 	tr.passed(0, 18)
 	if tr.frozen() {
 		t.Error("still frozen once the read passed both markers")
+	}
+}
+
+// TestReaderBigBatches: batches of cancellations in two partitions that
+// each decode to megabytes (within the cap) are read a decode budget at a
+// time: a partition whose first batch a fetch leaves for later is neither
+// warned about nor paused, and every cancellation is read.
+func TestReaderBigBatches(t *testing.T) {
+	c := newCluster(t, 2)
+	var logs syncbuf.Buffer
+	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
+	cl, err := kgo.NewClient(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const batches, perBatch = 8, 10
+	for i := range batches {
+		recs := make([]kgo.Record, perBatch)
+		for j := range recs {
+			recs[j] = kgo.Record{Key: []byte(fmt.Sprintf("big-%d-%d", i, j)), Value: make([]byte, 1<<20), Timestamp: now}
+		}
+		batch, err := hostile.ZstdBatch(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hostile.ProduceBatch(ctx, cl, testTopic, int32(i%2), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(t, cl, tiers.Cancellation{ID: "after", At: now})
+	store, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := NewReader(ReaderConfig{Topic: testTopic, Kafka: []kgo.Opt{seeds}, MaxDelay: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() { stop(); <-done }()
+	b := &readerBundle{r: r, seeds: seeds}
+	due := time.Now()
+	b.cover(t)
+	for _, id := range []string{"big-0-0", "big-7-9", "after"} {
+		if v := b.verdict(t, id, due); v != Cancelled {
+			t.Errorf("%s: %v, want cancelled", id, v)
+		}
+	}
+	if strings.Contains(logs.String(), "fetching cancellations failed") {
+		t.Errorf("a batch left to a later fetch was taken for a failed fetch: %s", logs.String())
 	}
 }
