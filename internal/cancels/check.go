@@ -81,8 +81,8 @@ func (r *Reader) Covered() time.Time {
 	return time.Unix(0, ns)
 }
 
-// Want asks for Covered to reach t, which has passed: a round starts at
-// once. Advanced is signalled when Covered moves.
+// Want asks for Covered to reach t: a round starts at t, at once for a t
+// that has passed. Advanced is signalled when Covered moves.
 func (r *Reader) Want(t time.Time) {
 	ns := max(t.UnixNano(), 1) // 0 is "nothing covered"
 	for {
@@ -94,21 +94,8 @@ func (r *Reader) Want(t time.Time) {
 	signal(r.want)
 }
 
-// Prepare asks for a round to start at t, which may be ahead: the router
-// prepares the gate of the deadlines it will forward at its next wake-up, so
-// that Covered has reached their due times when it wakes. A later call
-// replaces it.
-func (r *Reader) Prepare(t time.Time) {
-	r.prepared.Store(max(t.UnixNano(), 1))
-	signal(r.want)
-}
-
-// Lead is how long a round has recently taken: a round prepared that long
-// before the router wakes is over by then.
-func (r *Reader) Lead() time.Duration { return time.Duration(r.lead.Load()) }
-
 // Behind returns how long, at now, the reader has owed a round that was
-// wanted or prepared: while it cannot list the topic's end or read up to
+// wanted: while it cannot list the topic's end or read up to
 // it, every due deadline waits. It is 0 while it owes none.
 func (r *Reader) Behind(now time.Time) time.Duration {
 	since := r.behindSince.Load()

@@ -41,10 +41,9 @@
 // Rounds make the answer sure: a round notes the time, lists the high
 // watermark of every partition and waits until the positions reach them;
 // every record acknowledged before the noted time has then been read, and
-// Covered moves to it. Want asks for a round at once; Prepare for one at a
-// time ahead, so that the deadlines the router will forward when it next
-// wakes find Covered past their due times (Lead says how long a round
-// takes).
+// Covered moves to it. Want asks for a round; rounds run back to back
+// while a later Covered is wanted, so that every instant at which deadlines
+// fall due costs one listing, whatever the number of deadlines.
 //
 // The Reader reads uncommitted records, so that a transaction another
 // writer leaves open cannot hide what was acknowledged after it began (a

@@ -115,12 +115,10 @@ type Reader struct {
 	openTxns          atomic.Int64 // transactions open with pending records
 	oldestTxn         atomic.Int64 // unix ns the oldest of them was first read; 0 without one
 
-	covered  atomic.Int64 // unix ns; every cancellation acknowledged before it is read
-	wanted   atomic.Int64 // unix ns a round has been asked to cover
-	prepared atomic.Int64 // unix ns a round is asked to start at (see Prepare)
-	lead     atomic.Int64 // ns a round takes, recent average (see Lead)
-	// behindSince is when the rounds began to owe a wanted or prepared
-	// round, unix ns; 0 while they owe none (see Behind).
+	covered atomic.Int64 // unix ns; every cancellation acknowledged before it is read
+	wanted  atomic.Int64 // unix ns a round has been asked to cover
+	// behindSince is when the rounds began to owe a wanted round, unix
+	// ns; 0 while they owe none (see Behind).
 	behindSince atomic.Int64
 	want        chan struct{}
 	advanced    chan struct{}

@@ -10,12 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// rounds answers Want and Prepare: each round notes the time, lists the
-// end offsets (high watermarks) of the topic and waits until the positions
-// reach them; every record acknowledged before the noted time has then
-// been read, and Covered moves to it. A wanted round runs at once, back to
-// back with the one before while a later Covered is wanted; a prepared one
-// at its time.
+// rounds answers Want: each round notes the time, lists the end offsets
+// (high watermarks) of the topic and waits until the positions reach them;
+// every record acknowledged before the noted time has then been read, and
+// Covered moves to it. Rounds run back to back while a later Covered is
+// wanted, each as soon as the time it is to cover has come.
 func (r *Reader) rounds(ctx context.Context) {
 	timer := r.cfg.Clock.NewTimer(time.Hour)
 	timer.Stop()
@@ -58,16 +57,12 @@ func (r *Reader) rounds(ctx context.Context) {
 }
 
 // nextRound returns when the next round is to start, in unix ns: the
-// earlier of the wanted and the prepared time not yet covered; 0 for none.
+// wanted time, if it is not covered yet; 0 for none.
 func (r *Reader) nextRound() int64 {
-	covered := r.covered.Load()
-	var next int64
-	for _, t := range []int64{r.wanted.Load(), r.prepared.Load()} {
-		if t > covered && (next == 0 || t < next) {
-			next = t
-		}
+	if w := r.wanted.Load(); w > r.covered.Load() {
+		return w
 	}
-	return next
+	return 0
 }
 
 // round, begun at t0, lists the end offsets and waits until every
@@ -76,7 +71,6 @@ func (r *Reader) nextRound() int64 {
 // the end offsets listed after it, one acknowledged during the round may
 // not be.
 func (r *Reader) round(ctx context.Context, t0 time.Time) error {
-	start := time.Now()
 	var ends, stable map[int32]int64
 	var err error
 	lctx, cancel := context.WithTimeout(ctx, listTimeout)
@@ -102,10 +96,6 @@ func (r *Reader) round(ctx context.Context, t0 time.Time) error {
 			return err
 		}
 	}
-	// The lead follows the rounds' durations, so that a prepared round
-	// ends about when the router wakes.
-	took := int64(time.Since(start))
-	r.lead.Store((3*r.lead.Load() + took) / 4)
 	if ns := t0.UnixNano(); ns > r.covered.Load() {
 		r.covered.Store(ns)
 		signal(r.advanced)

@@ -244,37 +244,6 @@ func TestReaderCoveredFromRoundStart(t *testing.T) {
 	}
 }
 
-// TestReaderPrepared: a round prepared for a time ahead runs when the clock
-// reaches it, without being wanted, and covers that time.
-func TestReaderPrepared(t *testing.T) {
-	c := newCluster(t, 1)
-	fc := clock.NewFake(time.UnixMilli(1_800_000_000_000))
-	store, err := Open(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	r, err := NewReader(ReaderConfig{Topic: testTopic, Kafka: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, MaxDelay: time.Hour,
-		Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	b := &readerBundle{r: r}
-	b.waitCovered(t, fc.Now())
-	at := fc.Now().Add(5 * time.Second)
-	r.Prepare(at)
-	fc.Advance(4 * time.Second)
-	if got := r.Covered(); !got.Before(at) {
-		t.Fatalf("Covered %v before the prepared time %v", got, at)
-	}
-	fc.Advance(time.Second)
-	b.waitCovered(t, at)
-}
-
 // waitCovered waits, bounded, until Covered reaches at.
 func (b *readerBundle) waitCovered(t *testing.T, at time.Time) {
 	t.Helper()

@@ -90,21 +90,6 @@ func (r *Router) mayLeave(e *entry, now time.Time) bool {
 	return true
 }
 
-// prepareGate asks the reader for a round by the wake-up at, when e,
-// first to wake, will be forwarded then: the round reads the
-// cancellations up to e's due time before the router wakes, so that e
-// leaves without waiting for one (see cancels.Reader.Prepare).
-func (r *Router) prepareGate(e *entry, at time.Time) {
-	if e.state != stateTimer && e.state != stateWaiting || e.meta.Due.After(at) {
-		return
-	}
-	from := at.Add(-r.cancels.Lead())
-	if e.meta.Due.After(from) {
-		from = e.meta.Due
-	}
-	r.cancels.Prepare(from)
-}
-
 // gate makes e wait in r.gated for the cancellations reader: until it has
 // read far enough, or, held, until a transaction that wrote e's task id
 // ends.

@@ -300,7 +300,6 @@ func (r *Router) armTimer(t clock.Timer) {
 	}
 	t.Reset(at.Sub(r.clock.Now()))
 	r.wakeAt.Store(at.UnixNano())
-	r.prepareGate(e, at)
 }
 
 // shutdown stops polling, hands off everything held and waits (bounded) for

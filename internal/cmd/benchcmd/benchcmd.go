@@ -138,7 +138,11 @@ func startRig(ctx context.Context, c *benchConfig, died func(error), stderr io.W
 			r.close()
 		}
 	}()
-	broker, addr, err := embedded.StartBroker(0)
+	var opts []kfake.Opt
+	if c.latency > 0 {
+		opts = append(opts, embedded.Latency(c.latency))
+	}
+	broker, addr, err := embedded.StartBroker(0, opts...)
 	if err != nil {
 		return nil, err
 	}

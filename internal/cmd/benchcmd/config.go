@@ -21,6 +21,7 @@ type benchConfig struct {
 	tiers        tiers.Table
 	partitions   int
 	timeout      time.Duration
+	latency      time.Duration // added to each of the embedded broker's answers
 	pendingSteps []int
 	cancelSteps  []int // cancellations memory mode
 	pendingDelay time.Duration
@@ -119,6 +120,7 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 	fs.StringVar(rawTiers, "tiers", "", "", "delay tiers (default 1s,2s,5s,10s,30s; 1m,5m,30m with --pending-steps)")
 	fs.IntVar(&c.partitions, "partitions", "", 6, "partitions per topic")
 	fs.DurationVar(&c.timeout, "timeout", "", 10*time.Minute, "give up (and report what is lost) after this long")
+	fs.DurationVar(&c.latency, "broker-latency", "", 0, "the embedded broker's answers reach every client this much later, as over a network (0: loopback's)")
 	fs.StringsVar(steps, "pending-steps", "", nil, "memory mode: pending deadline counts at which to sample the router's RSS, e.g. 10000,100000,1000000")
 	fs.DurationVar(&c.pendingDelay, "pending-delay", "", 45*time.Minute, "memory mode: how far ahead the pending orders are due")
 	fs.StringsVar(&c.routerArgs, "router-args", "", nil, "extra router flags, comma-separated (e.g. --max-held-per-partition=200)")
@@ -163,6 +165,9 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 	c.pendingSteps = parseSteps(&errs, "pending-steps", steps)
 	if c.timeout <= 0 {
 		errs.Add("timeout", "must be positive")
+	}
+	if c.latency < 0 || c.latency > time.Second {
+		errs.Add("broker-latency", "%v: want 0 up to 1s", c.latency)
 	}
 	switch c.kill {
 	case "", "router", "canceller":

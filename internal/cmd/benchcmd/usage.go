@@ -79,6 +79,10 @@ after it schedules them (one record each on hourglass.cancellations): the
 router drops them when due, "cancelled" in the JSON line counts them, and
 lateness_ms is that of the orders that were not cancelled.
 
+With --broker-latency D every answer of the embedded broker reaches its
+client D later, as over a network: on loopback a round trip takes
+microseconds, and what the services pay per round trip does not show.
+
 Other writers of the cancellations topic, next to a throughput run: with
 --open-txn D a writer begins a transaction at the start, writes into it the
 cancellation of every 100th order scheduled while it is open, and aborts it

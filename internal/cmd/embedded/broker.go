@@ -27,9 +27,10 @@ func ListenPort(listen string) (int, error) {
 }
 
 // StartBroker starts an embedded Kafka broker (kfake) on 127.0.0.1:port (0
-// picks a free port) and returns it with the address it listens on.
-func StartBroker(port int) (*kfake.Cluster, string, error) {
-	c, err := kfake.NewCluster(kfake.Ports(port), kfake.GroupMinSessionTimeout(time.Second))
+// picks a free port), with opts, and returns it with the address it
+// listens on.
+func StartBroker(port int, opts ...kfake.Opt) (*kfake.Cluster, string, error) {
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.Ports(port), kfake.GroupMinSessionTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("embedded broker on 127.0.0.1:%d: %w (is another broker running there? pass --listen 127.0.0.1:0 for a free port)", port, err)
 	}
