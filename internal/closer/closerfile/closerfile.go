@@ -79,8 +79,8 @@ func Load(path string) (File, error) {
 // reports every problem at once, in the order of the file, each on a line
 // of its own as name:line: path: problem (test.yaml:7:
 // closers.order-timeout.http.timeout: ...), under "name: N problems:" when
-// there are several. Unknown keys are problems; a secret written as a plain string and
-// a duration written without a unit get a hint.
+// there are several. Unknown keys are problems; a secret written as a plain
+// string and a duration written without a unit get a hint.
 func Parse(b []byte, name string) (File, error) {
 	var root yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&root); err != nil {
@@ -94,21 +94,17 @@ func Parse(b []byte, name string) (File, error) {
 	d.decode(root.Content[0], reflect.ValueOf(&f).Elem(), "")
 	f.applyDefaults()
 	problems := d.problems
-	for _, err := range f.Validate() {
-		p := problem{msg: err.Error()}
-		if path, msg, ok := strings.Cut(p.msg, ": "); ok && !strings.Contains(path, " ") {
-			p.path, p.msg = path, msg
-		}
-		at, _, _ := strings.Cut(err.Error(), " ")
-		p.line = lineOf(strings.TrimSuffix(at, ":"), d.lines)
-		if !under(p.path, d.problems) {
-			problems = append(problems, p)
+	var invalid closer.Problems
+	errors.As(f.Validate(), &invalid)
+	for _, p := range invalid {
+		if !d.failedAt(p.Key) {
+			problems = append(problems, placed{p, d.lineOf(p.Key)})
 		}
 	}
 	if len(problems) == 0 {
 		return f, nil
 	}
-	slices.SortStableFunc(problems, func(a, b problem) int { return a.line - b.line })
+	slices.SortStableFunc(problems, func(a, b placed) int { return a.line - b.line })
 	var out strings.Builder
 	if len(problems) > 1 {
 		fmt.Fprintf(&out, "%s: %d problems:", name, len(problems))
@@ -121,10 +117,7 @@ func Parse(b []byte, name string) (File, error) {
 		if p.line > 0 {
 			fmt.Fprintf(&out, ":%d", p.line)
 		}
-		if p.path != "" {
-			out.WriteString(": " + p.path)
-		}
-		out.WriteString(": " + p.msg)
+		out.WriteString(": " + p.Error())
 	}
 	return File{}, errors.New(out.String())
 }
@@ -150,78 +143,54 @@ func (f File) applyDefaults() {
 	}
 }
 
-// under reports whether path is at or under the path of a problem (a
-// problem of the whole file is above every path): a value that did not
-// decode has its zero value, whose validation error would only repeat the
-// problem.
-func under(path string, problems []problem) bool {
-	for _, p := range problems {
-		if p.path == "" || path == p.path || strings.HasPrefix(path, p.path+".") {
-			return true
-		}
-	}
-	return false
-}
-
-// lineOf is the line of path, or of its nearest parent that has one.
-func lineOf(path string, lines map[string]int) int {
-	for {
-		if l, ok := lines[path]; ok {
-			return l
-		}
-		i := strings.LastIndexByte(path, '.')
-		if i < 0 {
-			return 0
-		}
-		path = path[:i]
-	}
-}
-
-// Validate reports every problem of f, each prefixed with its place in the
-// file (closers.<kind>.<type>.<key>).
-func (f File) Validate() []error {
-	var errs []error
+// Validate reports every problem of f as closer.Problems, each at its
+// place in the file (closers.<kind>.<type>.<key>).
+func (f File) Validate() error {
+	var p closer.Problems
 	if len(f.Closers) == 0 {
-		return []error{errors.New("closers: no task kinds")}
+		p.Add("closers", "no task kinds")
 	}
 	for _, kind := range f.Kinds() {
-		e := f.Closers[kind]
-		at := "closers." + kind
-		bad := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf(at+": "+format, args...))
-		}
-		if kind == "" || len(kind) > 128 || !utf8.ValidString(kind) || strings.ContainsFunc(kind, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			bad("a kind is at most 128 printable characters (the hourglass-kind header)")
-		}
-		n := 0
-		for _, set := range []bool{e.SQL != nil, e.HTTP != nil, e.Kafka != nil, e.Log != nil} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 {
-			bad("set exactly one of sql, http, kafka and log")
-		}
-		if e.RateLimit < 0 || math.IsNaN(e.RateLimit) || math.IsInf(e.RateLimit, 0) {
-			bad("rate_limit: %v: want closes per second, 0 for no limit", e.RateLimit)
-		}
-		if e.RateBurst < 1 {
-			bad("rate_burst: %d: must be at least 1", e.RateBurst)
-		}
-		var sub []error
-		switch {
-		case e.SQL != nil:
-			sub = e.SQL.Validate()
-		case e.HTTP != nil:
-			sub = e.HTTP.Validate()
-		case e.Kafka != nil:
-			sub = e.Kafka.Validate()
-		}
-		for _, err := range sub {
-			errs = append(errs, fmt.Errorf("%s.%s.%w", at, e.Type(), err))
+		f.Closers[kind].check(&p, kind)
+	}
+	return p.Err()
+}
+
+// check adds the problems of e, the entry of kind, to p.
+func (e Entry) check(p *closer.Problems, kind string) {
+	at := "closers." + kind
+	if kind == "" || len(kind) > 128 || !utf8.ValidString(kind) || strings.ContainsFunc(kind, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		p.Add(at, "a kind is at most 128 printable characters (the hourglass-kind header)")
+	}
+	n := 0
+	for _, set := range []bool{e.SQL != nil, e.HTTP != nil, e.Kafka != nil, e.Log != nil} {
+		if set {
+			n++
 		}
 	}
-	return errs
+	if n != 1 {
+		p.Add(at, "set exactly one of sql, http, kafka and log")
+	}
+	if e.RateLimit < 0 || math.IsNaN(e.RateLimit) || math.IsInf(e.RateLimit, 0) {
+		p.Add(at, "rate_limit: %v: want closes per second, 0 for no limit", e.RateLimit)
+	}
+	if e.RateBurst < 1 {
+		p.Add(at, "rate_burst: %d: must be at least 1", e.RateBurst)
+	}
+	var err error
+	switch {
+	case e.SQL != nil:
+		err = e.SQL.Validate()
+	case e.HTTP != nil:
+		err = e.HTTP.Validate()
+	case e.Kafka != nil:
+		err = e.Kafka.Validate()
+	}
+	var sub closer.Problems
+	errors.As(err, &sub)
+	for _, q := range sub {
+		*p = append(*p, q.Under(at+"."+e.Type()))
+	}
 }
 
 // Kinds returns the kinds of f, sorted.

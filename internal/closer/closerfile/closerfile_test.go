@@ -154,6 +154,11 @@ func TestParseHints(t *testing.T) {
 		{"key twice", "closers:\n  a:\n    log: {}\n    rate_limit: 1\n    rate_limit: 2\n",
 			"test.yaml:5: closers.a.rate_limit: set twice"},
 		{"not a closers file", "- a\n- b\n", "test.yaml:1: want a mapping of closers, got a list"},
+		{"a key that did not decode is not validated again", "closers:\n  a:\n    http:\n      url: 'http://x/{id}'\n      tls:\n        cert_file: [x]\n        key_file: k\n",
+			"test.yaml:6: closers.a.http.tls.cert_file: want a string, got a list"},
+		{"a kind with a space", "closers:\n  order timeout:\n    log: {}\n    rate_burst: -1\n  b:\n    kafka:\n      topic: 'x y'\n",
+			"test.yaml: 2 problems:\n  test.yaml:2: closers.order timeout: rate_burst: -1: must be at least 1\n" +
+				"  test.yaml:7: closers.b.kafka.topic: topic name \"x y\" has ' ': only ASCII letters, digits, '.', '_' and '-' are allowed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

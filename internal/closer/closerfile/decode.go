@@ -10,13 +10,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/closer"
 )
 
-// problem is one problem of a closers file, at a place in it.
-type problem struct {
-	line int    // 0 if not known
-	path string // dotted: closers.order-timeout.http.timeout
-	msg  string
+// placed is a problem of a closers file at its line (0 if not known). Its
+// key is its dotted path: closers.order-timeout.http.timeout.
+type placed struct {
+	*closer.Problem
+	line int
 }
 
 // decoder decodes a YAML document into a Go value by walking both together,
@@ -28,7 +29,7 @@ type problem struct {
 // credential.Secret), are decoded by yaml, except time.Duration, which
 // wants a string.
 type decoder struct {
-	problems []problem
+	problems []placed
 	// lines is the line of each path seen, for placing validation errors.
 	lines map[string]int
 }
@@ -40,7 +41,36 @@ var (
 )
 
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
-	d.problems = append(d.problems, problem{line: n.Line, path: path, msg: fmt.Sprintf(format, args...)})
+	var p closer.Problems
+	p.Add(path, format, args...)
+	d.problems = append(d.problems, placed{p[0], n.Line})
+}
+
+// failedAt reports whether path is at or under the path of a problem met
+// while decoding (a problem of the whole file is above every path): a
+// value that did not decode has its zero value, whose validation error
+// would only repeat the problem.
+func (d *decoder) failedAt(path string) bool {
+	for _, p := range d.problems {
+		if p.Key == "" || path == p.Key || strings.HasPrefix(path, p.Key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// lineOf is the line of path, or of its nearest parent that has one.
+func (d *decoder) lineOf(path string) int {
+	for {
+		if l, ok := d.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexByte(path, '.')
+		if i < 0 {
+			return 0
+		}
+		path = path[:i]
+	}
 }
 
 // decode decodes n into v, which is settable, at path.

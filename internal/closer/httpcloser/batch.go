@@ -344,22 +344,22 @@ func jsonText(raw json.RawMessage) string {
 
 // checkBatch checks batch_url and max_batch: batch_url instead of url,
 // with no placeholder, and the POST method.
-func (c Config) checkBatch(p *problems) {
+func (c Config) checkBatch(p *closer.Problems) {
 	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
-		p.bad("max_batch", "%d: want 1 to %d", c.MaxBatch, maxMaxBatch)
+		p.Add("max_batch", "%d: want 1 to %d", c.MaxBatch, maxMaxBatch)
 	}
 	if c.BatchURL == "" {
 		return
 	}
 	if c.URL != "" {
-		p.bad("batch_url", "set together with url: give one (url sends one request per close, batch_url batches)")
+		p.Add("batch_url", "set together with url: give one (url sends one request per close, batch_url batches)")
 	}
 	if strings.Contains(c.BatchURL, PlaceholderID) || strings.Contains(c.BatchURL, PlaceholderKind) {
-		p.bad("batch_url", "%q has a placeholder: a batch carries many tasks, their ids and kinds are in its body", c.BatchURL)
+		p.Add("batch_url", "%q has a placeholder: a batch carries many tasks, their ids and kinds are in its body", c.BatchURL)
 	} else if _, err := parseTemplate(c.BatchURL); err != nil {
-		p.bad("batch_url", "%v", err)
+		p.Add("batch_url", "%v", err)
 	}
 	if c.Method != "" && !strings.EqualFold(c.Method, http.MethodPost) {
-		p.bad("method", "%q: a batch is always POST; method applies to url only", c.Method)
+		p.Add("method", "%q: a batch is always POST; method applies to url only", c.Method)
 	}
 }

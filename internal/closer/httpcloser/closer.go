@@ -71,8 +71,8 @@ func New(cfg Config) (*Closer, error) { return newCloser(cfg, clock.Real{}) }
 
 func newCloser(cfg Config, clk clock.Clock) (*Closer, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("http closer: %w", errors.Join(errs...))
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("http closer: %w", err)
 	}
 	var tmpl urlTemplate
 	if cfg.URL != "" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
@@ -166,48 +167,41 @@ var reservedHeaders = []string{
 	"Transfer-Encoding", "Upgrade", "User-Agent",
 }
 
-// Validate reports every problem with c, each message starting with the
-// YAML key. It does not apply defaults: a zero field that has a default is
-// reported, so call it after WithDefaults. It resolves the secrets, so an
-// unset environment variable or a missing file is reported here.
-func (c Config) Validate() []error {
-	var p problems
+// Validate reports every problem with c, as closer.Problems, each message
+// starting with the YAML key. It does not apply defaults: a zero field that
+// has a default is reported, so call it after WithDefaults. It resolves the
+// secrets, so an unset environment variable or a missing file is reported
+// here.
+func (c Config) Validate() error {
+	var p closer.Problems
 	c.checkRequest(&p)
 	c.checkBatch(&p)
 	c.checkAuth(&p)
-	p = append(p, c.TLS.Validate()...) // its messages start with tls.
+	p.AddNamed(c.TLS.Validate()...) // its messages start with tls.
 	switch c.ConflictOutcome {
 	case outcome.AlreadyClosed, outcome.Skipped:
 	default:
-		p.bad("conflict_outcome", "%q: want %q or %q", c.ConflictOutcome, outcome.AlreadyClosed, outcome.Skipped)
+		p.Add("conflict_outcome", "%q: want %q or %q", c.ConflictOutcome, outcome.AlreadyClosed, outcome.Skipped)
 	}
 	if c.MaxIdleConnsPerHost < 1 {
-		p.bad("max_idle_conns_per_host", "%d: must be at least 1", c.MaxIdleConnsPerHost)
+		p.Add("max_idle_conns_per_host", "%d: must be at least 1", c.MaxIdleConnsPerHost)
 	}
-	return p
-}
-
-// problems collects the errors of Validate.
-type problems []error
-
-// bad appends an error that starts with the YAML key.
-func (p *problems) bad(key, format string, args ...any) {
-	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	return p.Err()
 }
 
 // checkRequest checks what the request is made of: url, method, headers,
 // body, content_type and timeout.
-func (c Config) checkRequest(p *problems) {
+func (c Config) checkRequest(p *closer.Problems) {
 	if c.URL == "" && c.BatchURL == "" {
-		p.bad("url", "required (or batch_url)")
+		p.Add("url", "required (or batch_url)")
 	} else if _, err := parseTemplate(c.URL); c.URL != "" && err != nil {
-		p.bad("url", "%v", err)
+		p.Add("url", "%v", err)
 	}
 	if !slices.Contains(methods, strings.ToUpper(c.Method)) {
 		if c.Method == "" {
-			p.bad("method", "must not be empty")
+			p.Add("method", "must not be empty")
 		} else {
-			p.bad("method", "%q: want one of %s (a close changes state)", c.Method, strings.Join(methods, ", "))
+			p.Add("method", "%q: want one of %s (a close changes state)", c.Method, strings.Join(methods, ", "))
 		}
 	}
 	names := make([]string, 0, len(c.Headers))
@@ -217,48 +211,48 @@ func (c Config) checkRequest(p *problems) {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := checkHeader(name, c.Headers[name]); err != nil {
-			p.bad("headers", "%v", err)
+			p.Add("headers", "%v", err)
 		}
 	}
 	switch c.Body {
 	case BodyPayload, BodyNone:
 	default:
-		p.bad("body", "%q: want %q or %q", c.Body, BodyPayload, BodyNone)
+		p.Add("body", "%q: want %q or %q", c.Body, BodyPayload, BodyNone)
 	}
 	if c.Body != BodyNone {
 		if mt, _, err := mime.ParseMediaType(c.ContentType); err != nil || !strings.Contains(mt, "/") {
-			p.bad("content_type", "%q is not a media type such as application/json", c.ContentType)
+			p.Add("content_type", "%q is not a media type such as application/json", c.ContentType)
 		} else if strings.ContainsAny(c.ContentType, "\r\n") {
-			p.bad("content_type", "%q has a line break", c.ContentType)
+			p.Add("content_type", "%q has a line break", c.ContentType)
 		}
 	}
 	if c.Timeout <= 0 {
-		p.bad("timeout", "%v: must be positive", c.Timeout)
+		p.Add("timeout", "%v: must be positive", c.Timeout)
 	}
 }
 
 // checkAuth checks bearer_token and basic_auth: each well formed, at most
 // one set.
-func (c Config) checkAuth(p *problems) {
+func (c Config) checkAuth(p *closer.Problems) {
 	if !c.BearerToken.IsZero() {
 		if err := c.BearerToken.Validate(); err != nil {
-			p.bad("bearer_token", "%v", err)
+			p.Add("bearer_token", "%v", err)
 		}
 		if !c.BasicAuth.IsZero() {
-			p.bad("bearer_token", "set together with basic_auth: give one")
+			p.Add("bearer_token", "set together with basic_auth: give one")
 		}
 	}
 	if !c.BasicAuth.IsZero() {
 		switch {
 		case c.BasicAuth.Username == "":
-			p.bad("basic_auth.username", "required")
+			p.Add("basic_auth.username", "required")
 		case strings.ContainsAny(c.BasicAuth.Username, ":\r\n"):
-			p.bad("basic_auth.username", "must not contain ':' or a line break")
+			p.Add("basic_auth.username", "must not contain ':' or a line break")
 		}
 		if c.BasicAuth.Password.IsZero() {
-			p.bad("basic_auth.password", "required (env, file or value)")
+			p.Add("basic_auth.password", "required (env, file or value)")
 		} else if err := c.BasicAuth.Password.Validate(); err != nil {
-			p.bad("basic_auth.password", "%v", err)
+			p.Add("basic_auth.password", "%v", err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package httpcloser
 
 import (
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 )
@@ -97,7 +99,8 @@ func TestValidate(t *testing.T) {
 			if !tc.raw {
 				cfg = cfg.WithDefaults()
 			}
-			errs := cfg.Validate()
+			var errs closer.Problems
+			errors.As(cfg.Validate(), &errs)
 			if len(errs) != len(tc.want) {
 				t.Fatalf("Validate = %q, want %d errors starting %q", errs, len(tc.want), tc.want)
 			}

@@ -72,8 +72,8 @@ var (
 // default). New does not connect: an unreachable cluster shows in Close.
 func New(cfg Config, base []kgo.Opt) (*Closer, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("kafka closer: %w", errors.Join(errs...))
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka closer: %w", err)
 	}
 	cl, err := kgo.NewClient(slices.Concat(base, []kgo.Opt{
 		kgo.RequiredAcks(kgo.AllISRAcks()),

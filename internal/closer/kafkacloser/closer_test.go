@@ -369,7 +369,8 @@ func TestValidate(t *testing.T) {
 			if !tc.raw {
 				cfg = cfg.WithDefaults()
 			}
-			errs := cfg.Validate()
+			var errs closer.Problems
+			errors.As(cfg.Validate(), &errs)
 			if len(errs) != len(tc.want) {
 				t.Fatalf("Validate = %q, want %d errors starting %q", errs, len(tc.want), tc.want)
 			}

@@ -1,9 +1,9 @@
 package kafkacloser
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -54,26 +54,23 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c, each message starting with the
-// YAML key. It does not apply defaults: a zero field that has a default is
-// reported, so call it after WithDefaults.
-func (c Config) Validate() []error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
+// Validate reports every problem with c, as closer.Problems, each message
+// starting with the YAML key. It does not apply defaults: a zero field that
+// has a default is reported, so call it after WithDefaults.
+func (c Config) Validate() error {
+	var p closer.Problems
 	if c.Topic == "" {
-		bad("topic", "required")
+		p.Add("topic", "required")
 	} else if err := tiers.ValidTopic(c.Topic); err != nil {
-		bad("topic", "%v", err)
+		p.Add("topic", "%v", err)
 	}
 	switch c.Value {
 	case ValueEvent, ValuePayload:
 	default:
-		bad("value", "%q: want %q or %q", c.Value, ValueEvent, ValuePayload)
+		p.Add("value", "%q: want %q or %q", c.Value, ValueEvent, ValuePayload)
 	}
 	if c.Timeout <= 0 {
-		bad("timeout", "%v: must be positive", c.Timeout)
+		p.Add("timeout", "%v: must be positive", c.Timeout)
 	}
-	return errs
+	return p.Err()
 }

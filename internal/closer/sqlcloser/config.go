@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/credential"
 )
 
@@ -228,53 +229,46 @@ var (
 	pgArgRE = regexp.MustCompile(`\$([0-9]+)`)
 )
 
-// Validate reports every problem of c with defaults applied, each message
-// starting with the YAML key. It resolves the DSN secret and parses it, so
-// an unset environment variable is reported here.
-func (c Config) Validate() []error {
+// Validate reports every problem of c with defaults applied, as
+// closer.Problems, each message starting with the YAML key. It resolves the
+// DSN secret and parses it, so an unset environment variable is reported
+// here.
+func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var p problems
+	var p closer.Problems
 	c.checkConnection(&p)
 	c.checkSchema(&p)
 	c.checkStatements(&p)
 	c.checkLimits(&p)
-	return p
-}
-
-// problems collects the errors of Validate.
-type problems []error
-
-// add appends the error fmt.Errorf(format, args...).
-func (p *problems) add(format string, args ...any) {
-	*p = append(*p, fmt.Errorf(format, args...))
+	return p.Err()
 }
 
 // checkConnection checks driver, dsn and tls.
-func (c Config) checkConnection(p *problems) {
+func (c Config) checkConnection(p *closer.Problems) {
 	switch c.Driver {
 	case DriverPostgres, DriverMySQL:
 	case "":
-		p.add("driver: required (%s or %s)", DriverPostgres, DriverMySQL)
+		p.Add("driver", "required (%s or %s)", DriverPostgres, DriverMySQL)
 	default:
-		p.add("driver: %q is not one of %s, %s", c.Driver, DriverPostgres, DriverMySQL)
+		p.Add("driver", "%q is not one of %s, %s", c.Driver, DriverPostgres, DriverMySQL)
 	}
 
 	if c.DSN.IsZero() {
-		p.add("dsn: required")
+		p.Add("dsn", "required")
 	} else if err := c.DSN.Validate(); err != nil {
-		p.add("dsn: %v", err)
+		p.Add("dsn", "%v", err)
 	} else if dsn, _ := c.DSN.Resolve(); dsn == "" {
-		p.add("dsn: empty")
+		p.Add("dsn", "empty")
 	} else if err := parseDSN(c.Driver, dsn); err != nil {
-		p.add("dsn: %v", err)
+		p.Add("dsn", "%v", err)
 	}
-	*p = append(*p, c.TLS.Validate()...)
+	p.AddNamed(c.TLS.Validate()...)
 }
 
 // checkSchema checks the table, the column names and the statuses.
-func (c Config) checkSchema(p *problems) {
+func (c Config) checkSchema(p *closer.Problems) {
 	if !tableRE.MatchString(c.Table) {
-		p.add("table: %q is not an identifier (letters, digits and _, optionally schema.table)", c.Table)
+		p.Add("table", "%q is not an identifier (letters, digits and _, optionally schema.table)", c.Table)
 	}
 	for _, col := range []struct{ key, val string }{
 		{"key_column", c.KeyColumn},
@@ -282,26 +276,26 @@ func (c Config) checkSchema(p *problems) {
 		{"reconcile.created_column", c.Reconcile.CreatedColumn},
 	} {
 		if !identRE.MatchString(col.val) {
-			p.add("%s: %q is not an identifier (letters, digits and _)", col.key, col.val)
+			p.Add(col.key, "%q is not an identifier (letters, digits and _)", col.val)
 		}
 	}
 	if c.ClosedAtColumn != NoColumn && !identRE.MatchString(c.ClosedAtColumn) {
-		p.add("closed_at_column: %q is not an identifier (letters, digits and _) or %q", c.ClosedAtColumn, NoColumn)
+		p.Add("closed_at_column", "%q is not an identifier (letters, digits and _) or %q", c.ClosedAtColumn, NoColumn)
 	}
 	c.checkDeadline(p)
 	for i, s := range c.OpenStatuses {
 		switch {
 		case s == "":
-			p.add("open_statuses[%d]: empty", i)
+			p.Add(fmt.Sprintf("open_statuses[%d]", i), "empty")
 		case s == c.ClosedStatus:
-			p.add("open_statuses[%d]: %q is the closed_status", i, s)
+			p.Add(fmt.Sprintf("open_statuses[%d]", i), "%q is the closed_status", s)
 		}
 	}
 }
 
 // checkStatements checks that each custom statement set takes the task id
 // as its one parameter.
-func (c Config) checkStatements(p *problems) {
+func (c Config) checkStatements(p *closer.Problems) {
 	for _, st := range []struct{ key, val string }{
 		{"close_statement", c.CloseStatement},
 		{"status_statement", c.StatusStatement},
@@ -311,35 +305,35 @@ func (c Config) checkStatements(p *problems) {
 			continue
 		}
 		if err := checkOneParam(c.Driver, st.val); err != nil {
-			p.add("%s: %v", st.key, err)
+			p.Add(st.key, "%v", err)
 		}
 	}
 }
 
 // checkLimits checks the pool sizes, the durations and the page size.
-func (c Config) checkLimits(p *problems) {
+func (c Config) checkLimits(p *closer.Problems) {
 	if c.MaxOpenConns < 0 {
-		p.add("max_open_conns: %d is negative", c.MaxOpenConns)
+		p.Add("max_open_conns", "%d is negative", c.MaxOpenConns)
 	}
 	if c.MaxIdleConns < 0 {
-		p.add("max_idle_conns: %d is negative", c.MaxIdleConns)
+		p.Add("max_idle_conns", "%d is negative", c.MaxIdleConns)
 	} else if c.MaxOpenConns > 0 && c.MaxIdleConns > c.MaxOpenConns {
-		p.add("max_idle_conns: %d is more than max_open_conns %d", c.MaxIdleConns, c.MaxOpenConns)
+		p.Add("max_idle_conns", "%d is more than max_open_conns %d", c.MaxIdleConns, c.MaxOpenConns)
 	}
 	if c.ConnMaxLifetime < 0 {
-		p.add("conn_max_lifetime: %s is negative", c.ConnMaxLifetime)
+		p.Add("conn_max_lifetime", "%s is negative", c.ConnMaxLifetime)
 	}
 	if c.StatementTimeout < 0 {
-		p.add("statement_timeout: %s is negative", c.StatementTimeout)
+		p.Add("statement_timeout", "%s is negative", c.StatementTimeout)
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > MaxMaxBatch {
-		p.add("max_batch: %d is not between 1 and %d", c.MaxBatch, MaxMaxBatch)
+		p.Add("max_batch", "%d is not between 1 and %d", c.MaxBatch, MaxMaxBatch)
 	}
 	if c.Reconcile.Deadline < 0 {
-		p.add("reconcile.deadline: %s is negative", c.Reconcile.Deadline)
+		p.Add("reconcile.deadline", "%s is negative", c.Reconcile.Deadline)
 	}
 	if c.Reconcile.PageSize < 0 {
-		p.add("reconcile.page_size: %d is negative", c.Reconcile.PageSize)
+		p.Add("reconcile.page_size", "%d is negative", c.Reconcile.PageSize)
 	}
 }
 

@@ -1,6 +1,7 @@
 package sqlcloser_test
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/sqlcloser"
 	"github.com/hourglass/hourglass/internal/credential"
 )
@@ -279,7 +281,8 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			errs := tt.cfg().Validate()
+			var errs closer.Problems
+			errors.As(tt.cfg().Validate(), &errs)
 			var got []string
 			for _, err := range errs {
 				got = append(got, err.Error())

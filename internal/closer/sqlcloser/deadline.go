@@ -36,13 +36,13 @@ func (o order) batchKey() batchKey { return batchKey{key: o.key, bound: o.bound}
 
 // checkDeadline checks deadline_column: an identifier, none of the columns
 // a close reads or sets, and the built-in statements, which compare it.
-func (c Config) checkDeadline(p *problems) {
+func (c Config) checkDeadline(p *closer.Problems) {
 	col := c.DeadlineColumn
 	if col == "" {
 		return
 	}
 	if !identRE.MatchString(col) {
-		p.add("deadline_column: %q is not an identifier (letters, digits and _)", col)
+		p.Add("deadline_column", "%q is not an identifier (letters, digits and _)", col)
 	}
 	for _, other := range []struct{ key, val string }{
 		{"key_column", c.KeyColumn}, {"status_column", c.StatusColumn}, {"closed_at_column", c.ClosedAtColumn},
@@ -50,14 +50,14 @@ func (c Config) checkDeadline(p *problems) {
 		// MySQL column names are not case-sensitive; quoted Postgres
 		// ones are.
 		if col == other.val || c.Driver == DriverMySQL && strings.EqualFold(col, other.val) {
-			p.add("deadline_column: %q is also the %s", col, other.key)
+			p.Add("deadline_column", "%q is also the %s", col, other.key)
 		}
 	}
 	for _, st := range []struct{ key, val string }{
 		{"close_statement", c.CloseStatement}, {"status_statement", c.StatusStatement},
 	} {
 		if st.val != "" {
-			p.add("deadline_column: not with a %s, which would have to compare the deadline itself", st.key)
+			p.Add("deadline_column", "not with a %s, which would have to compare the deadline itself", st.key)
 		}
 	}
 }

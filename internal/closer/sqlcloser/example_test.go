@@ -74,9 +74,7 @@ func ExampleConfig_Validate() {
 		MaxOpenConns: 5,
 		MaxIdleConns: 10,
 	}
-	for _, err := range cfg.Validate() {
-		fmt.Println(err)
-	}
+	fmt.Println(cfg.Validate())
 	// Output:
 	// table: "or ders" is not an identifier (letters, digits and _, optionally schema.table)
 	// open_statuses[1]: "CLOSED" is the closed_status

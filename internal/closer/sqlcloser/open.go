@@ -25,8 +25,8 @@ import (
 // session's character set, which must be one in which escaping is safe.
 func New(ctx context.Context, cfg Config) (*Closer, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("sql closer: invalid config: %w", errors.Join(errs...))
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("sql closer: invalid config: %w", err)
 	}
 	dsn, err := cfg.DSN.Resolve()
 	if err != nil {
