@@ -2,11 +2,9 @@ package closerfile
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"reflect"
@@ -14,11 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/time/rate"
 
-	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/closer/httpcloser"
 	"github.com/hourglass/hourglass/internal/closer/kafkacloser"
@@ -41,9 +36,8 @@ type Entry struct {
 	Kafka *kafkacloser.Config `yaml:"kafka"`
 	// Log closes nothing and logs each task; written `log: {}`.
 	Log *struct{} `yaml:"log"`
-	// RateLimit bounds this kind's closes per second, on top of the
-	// canceller's --rate-limit. Zero, the default, means no limit of its
-	// own.
+	// RateLimit bounds this kind's closes per second, on top of any limit
+	// over all kinds. Zero, the default, means no limit of its own.
 	RateLimit float64 `yaml:"rate_limit"`
 	// RateBurst is the bucket size of RateLimit; default DefaultRateBurst.
 	RateBurst int `yaml:"rate_burst"`
@@ -201,83 +195,4 @@ func (f File) Kinds() []string {
 	}
 	slices.Sort(kinds)
 	return kinds
-}
-
-// Closers are the open closers of a File.
-type Closers struct {
-	// Routes are the canceller's routes, by kind.
-	Routes map[string]canceller.Route
-	open   []closer.Stopper
-}
-
-// Open opens the closer of every kind (database pools are pinged, so a
-// wrong DSN fails here). kafka are the connection options of the
-// canceller's cluster, for kafka closers. On error, what was opened is
-// stopped.
-func (f File) Open(ctx context.Context, kafka []kgo.Opt, log *slog.Logger) (*Closers, error) {
-	cs := &Closers{Routes: make(map[string]canceller.Route, len(f.Closers))}
-	for _, kind := range f.Kinds() {
-		c, err := f.open(ctx, kind, kafka, log)
-		if err != nil {
-			_ = cs.Stop()
-			return nil, err
-		}
-		r := canceller.Route{Closer: c}
-		if e := f.Closers[kind]; e.RateLimit > 0 {
-			r.Limit = rate.NewLimiter(rate.Limit(e.RateLimit), e.RateBurst)
-		}
-		cs.Routes[kind] = r
-		if s, ok := c.(closer.Stopper); ok {
-			cs.open = append(cs.open, s)
-		}
-	}
-	return cs, nil
-}
-
-// OpenSQL opens the sql closer of kind, for reconcile.
-func (f File) OpenSQL(ctx context.Context, kind string) (*sqlcloser.Closer, error) {
-	e, ok := f.Closers[kind]
-	if !ok {
-		return nil, fmt.Errorf("closers: no kind %q (have %s)", kind, strings.Join(f.Kinds(), ", "))
-	}
-	if e.SQL == nil {
-		return nil, fmt.Errorf("closers.%s: a %s closer; reconcile needs an sql closer", kind, e.Type())
-	}
-	c, err := sqlcloser.New(ctx, *e.SQL)
-	if err != nil {
-		return nil, fmt.Errorf("closers.%s.sql: %w", kind, err)
-	}
-	return c, nil
-}
-
-func (f File) open(ctx context.Context, kind string, kafka []kgo.Opt, log *slog.Logger) (closer.Closer, error) {
-	e := f.Closers[kind]
-	var (
-		c   closer.Closer
-		err error
-	)
-	switch {
-	case e.SQL != nil:
-		c, err = sqlcloser.New(ctx, *e.SQL)
-	case e.HTTP != nil:
-		c, err = httpcloser.New(*e.HTTP)
-	case e.Kafka != nil:
-		c, err = kafkacloser.New(*e.Kafka, kafka)
-	default:
-		c = closer.Log{Logger: log.With("kind", kind)}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("closers.%s.%s: %w", kind, e.Type(), err)
-	}
-	return c, nil
-}
-
-// Stop stops every closer that holds resources, after the canceller's
-// last close.
-func (cs *Closers) Stop() error {
-	var errs []error
-	for _, s := range cs.open {
-		errs = append(errs, s.Stop())
-	}
-	return errors.Join(errs...)
 }

@@ -240,14 +240,17 @@ func TestOpen(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if r := cs.Routes["order-timeout"]; r.Limit == nil || r.Limit.Limit() != 50 {
-		t.Errorf("order-timeout limit %v, want 50/s", r.Limit)
+	if k := cs.ByKind["order-timeout"]; k.RateLimit != 50 || k.RateBurst != DefaultRateBurst {
+		t.Errorf("order-timeout limit %v/s, burst %d; want 50/s, burst %d", k.RateLimit, k.RateBurst, DefaultRateBurst)
 	}
-	if r := cs.Routes["audit"]; r.Limit != nil {
-		t.Errorf("audit has a limit")
+	if k := cs.ByKind["audit"]; k.RateLimit != 0 {
+		t.Errorf("audit has a limit: %v/s", k.RateLimit)
+	}
+	if len(cs.ByKind) != 2 {
+		t.Errorf("%d kinds open, want 2", len(cs.ByKind))
 	}
 	for id, want := range map[string]outcome.Outcome{"1": outcome.Closed, "2": outcome.Skipped, "3": outcome.NotFound} {
-		res, err := cs.Routes["order-timeout"].Closer.Close(context.Background(), closer.Task{ID: id, Kind: "order-timeout", Attempt: 1})
+		res, err := cs.ByKind["order-timeout"].Closer.Close(context.Background(), closer.Task{ID: id, Kind: "order-timeout", Attempt: 1})
 		if err != nil || res.Outcome != want {
 			t.Errorf("close %s: %v %v, want %s", id, res, err, want)
 		}

@@ -21,6 +21,11 @@
 // written {env: NAME} or {file: PATH}, durations as strings with a unit
 // ("5s", "250ms"). Unknown keys are errors, and every problem of a file is
 // reported at once, each with its line and place in the file
-// (closers.yaml:7: closers.order-timeout.sql.table: ...). A task whose kind is not in the file
-// goes to the dead-letter topic (reason unknown_kind).
+// (closers.yaml:7: closers.order-timeout.sql.table: ...). A task whose kind
+// is not in the file goes to the dead-letter topic (reason unknown_kind).
+//
+// File.Open opens the closer of each kind and returns it, by kind, with the
+// limits the file sets on its closes (rate_limit, rate_burst); applying
+// them is the caller's: the canceller's command builds its routes from
+// them.
 package closerfile

@@ -120,7 +120,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				log.Warn("stopping closers", "err", err)
 			}
 		}()
-		co.Routes = cs.Routes
+		co.Routes = routes(cs)
 	}
 	tel := telemetry.New()
 	co.Kafka, co.Hooks, co.Registerer = opts, []kgo.Hook{tel.Hook()}, tel
