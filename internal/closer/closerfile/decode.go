@@ -21,13 +21,12 @@ type placed struct {
 }
 
 // decoder decodes a YAML document into a Go value by walking both together,
-// so that it reports every problem at once (yaml's decoder stops at the
-// first that is not a type mismatch, and names no place but a line), each
-// with its dotted path and line. It handles structs by their yaml tags (not
-// inline ones, which the closers file does not use), maps with string keys
-// and pointers; other values, and types that decode themselves (such as
-// credential.Secret), are decoded by yaml, except time.Duration, which
-// wants a string.
+// so that it reports every problem at once, each with its dotted path and
+// line (the package doc says why yaml's Decoder does not). It handles
+// structs by their yaml tags (not inline ones, which the closers file does
+// not use), maps with string keys and pointers; other values, and types
+// that decode themselves (such as credential.Secret), are decoded by yaml,
+// except time.Duration, which wants a string.
 type decoder struct {
 	problems []placed
 	// lines is the line of each path seen, for placing validation errors.
@@ -99,7 +98,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.decode(n, v.Elem(), path)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			d.fail(n, path, "want a mapping of %s, got %s", strings.Join(fieldNames(t), ", "), describe(n))
+			names, _ := keysOf(t)
+			d.fail(n, path, "want a mapping of %s, got %s", strings.Join(names, ", "), describe(n))
 			return
 		}
 		d.fields(n, v, path, make(map[string]bool))
@@ -116,12 +116,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 // yaml name; seen holds the keys already set. Merge keys (<<: *anchor) are
 // decoded first, so the mapping's own keys win.
 func (d *decoder) fields(n *yaml.Node, v reflect.Value, path string, seen map[string]bool) {
-	byName := make(map[string]int)
-	for i := range v.NumField() {
-		if name := fieldName(v.Type().Field(i)); name != "" {
-			byName[name] = i
-		}
-	}
+	names, index := keysOf(v.Type())
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k, val := n.Content[i], n.Content[i+1]; k.Value == "<<" {
 			d.merge(val, v, path)
@@ -133,10 +128,10 @@ func (d *decoder) fields(n *yaml.Node, v reflect.Value, path string, seen map[st
 			continue
 		}
 		at := join(path, k.Value)
-		f, ok := byName[k.Value]
+		f, ok := index[k.Value]
 		switch {
 		case !ok:
-			d.fail(k, at, "%s", unknownKey(k.Value, fieldNames(v.Type())))
+			d.fail(k, at, "%s", unknownKey(k.Value, names))
 		case seen[k.Value]:
 			d.fail(k, at, "set twice")
 		default:
@@ -206,30 +201,24 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 	v.SetInt(int64(dur))
 }
 
-// fieldName is the yaml key of a struct field; "" if it has none.
-func fieldName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
-	}
-	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	switch name {
-	case "-":
-		return ""
-	case "":
-		return strings.ToLower(f.Name)
-	}
-	return name
-}
-
-// fieldNames are the yaml keys of struct type t, in order.
-func fieldNames(t reflect.Type) []string {
+// keysOf returns the yaml keys of struct type t, in order, and the index
+// of the field of each: its yaml tag's name, else its name in lower case.
+func keysOf(t reflect.Type) ([]string, map[string]int) {
 	var names []string
+	index := make(map[string]int)
 	for i := range t.NumField() {
-		if name := fieldName(t.Field(i)); name != "" {
-			names = append(names, name)
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+			continue
+		case name == "":
+			name = strings.ToLower(f.Name)
 		}
+		names = append(names, name)
+		index[name] = i
 	}
-	return names
+	return names, index
 }
 
 // unknownKey says that key is not one of keys, suggesting the closest.
