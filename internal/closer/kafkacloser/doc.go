@@ -28,8 +28,8 @@
 // at once when one of the client's request slots (5 per broker, franz-go's
 // bound for idempotent writes) is free, and the closes that come while
 // all five are taken are sent together in the next request. At low load
-// every close is a request of its own; with the canceller's
-// --max-in-flight at 1000, about 115 closes share a request.
+// every close is a request of its own; under load, many share one
+// (docs/closers.md has the figures).
 //
 // Produce errors are retryable (the canceller tries again with backoff),
 // except a record too large for the topic and an invalid topic, which are

@@ -12,10 +12,9 @@ import (
 // batchFlushers is how many batches (a lone close is a batch of one) run
 // at once, at most max_open_conns. While they all run, new closes queue up
 // and go out together in the next batch, so batches grow with the load; a
-// close that finds fewer running goes out at once. With two, 10 closes in
-// flight make batches of about three orders on Postgres, 50 about fifteen
-// (see BenchmarkClose); four flushers made batches of about two and closed
-// no faster.
+// close that finds fewer running goes out at once. Two keep one batch
+// filling while the other runs; more split the same closes into smaller
+// batches (docs/benchmarks.md has the figures).
 const batchFlushers = 2
 
 // batcher groups the closes that are ready at the same moment (group

@@ -12,9 +12,7 @@ import (
 // close on their own, at once. A MySQL batch takes about eight round trips
 // (isolation level, begin, connection id, the lock and the update each
 // prepared and run, commit) where a close on its own takes one, so a
-// batch of a few costs more than it saves: with 10 closes in flight,
-// batches of two or three took twice the CPU of closes on their own and
-// closed a third fewer orders per second (BenchmarkCloseMySQL).
+// batch of a few costs more than it saves (docs/benchmarks.md).
 const mysqlMinBatch = 16
 
 // batchOutcome is what a batch found for one order.

@@ -46,10 +46,8 @@
 // goroutine, as the single close above: nothing waits for a batch to
 // fill, and on a quiet day a close takes as long as unbatched. While both
 // flushers run, the closes that come queue up, so batches grow with the
-// load: on Postgres a canceller busy with 10 closes in flight closes about
-// three orders per batch, with 50 about fifteen. On MySQL,
-// where a batch takes several round trips, fewer than 16 orders close on
-// their own, at once. On Postgres, with the ids as one text array:
+// load (docs/closers.md has the figures). On MySQL, where a batch takes
+// several round trips, fewer than 16 orders close on their own, at once. On Postgres, with the ids as one text array:
 //
 //	UPDATE "orders" AS o SET "status" = $2, "closed_at" = now()
 //	FROM (SELECT CAST(v AS pg_catalog.int8) AS v, min(n) AS n
