@@ -181,12 +181,12 @@ func New(cfg Config, o Options) (*Canceller, error) {
 
 // Fetch bounds of the canceller's client. A fetch is decoded into records
 // as soon as it arrives and waits in the client until the canceller has
-// taken every record of it; with kgo's defaults (50 MiB a fetch, 1 MiB a
-// partition) a burst made the canceller hold fetches that decompressed to
-// hundreds of megabytes, and peak at 480 MB RSS. A megabyte of compressed
-// small records is still tens of thousands of closes, seconds of work for
-// any closer but the log closer, so the round trip between two fetches
-// costs little. A larger batch is still fetched, one at a time.
+// taken every record of it, so in a burst these bounds, not kgo's defaults
+// (50 MiB a fetch, 1 MiB a partition), set the canceller's memory. A
+// megabyte of compressed small records is still tens of thousands of
+// closes, seconds of work for any closer but the log closer, so the round
+// trip between two fetches costs little. A larger batch is still fetched,
+// one at a time. docs/benchmarks.md has the figures.
 const (
 	fetchMaxBytes          = 1 << 20
 	fetchMaxPartitionBytes = 256 << 10 // several partitions share a fetch
@@ -194,10 +194,10 @@ const (
 
 // produceLinger is how long the canceller's client gathers records before
 // it produces them. What this client produces (outcome events, retries,
-// dead letters) is on no deadline's path: the close has happened. A longer
-// linger than kgo's 10 ms sends a quarter of the produce requests at
-// 2,000 closes a second (26 a second instead of 105); a record's offset is
-// committed at most this much later.
+// dead letters) is on no deadline's path: the close has happened. So it
+// lingers longer than kgo's 10 ms, for fewer and larger produce requests
+// (docs/benchmarks.md); a record's offset is committed at most this much
+// later.
 const produceLinger = 50 * time.Millisecond
 
 // clientOpts returns the canceller's fetch and producer settings. One fetch

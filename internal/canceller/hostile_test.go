@@ -25,7 +25,7 @@ import (
 )
 
 // TestEscapingKey: a key that JSON escaping would blow up (180 kB of "<",
-// 1.26 MB escaped) no longer crash-loops the canceller: it is too large for
+// 1.26 MB escaped) does not crash-loop the canceller: it is too large for
 // a task id and goes to the dead-letter topic, and a key of "<" within the
 // limit makes a small outcome event.
 func TestEscapingKey(t *testing.T) {
@@ -168,9 +168,9 @@ func errString(err error) string {
 
 // TestLastCommitAfterAStuckClose: a close that outlasts the stop (a closer
 // that ignores its context) cannot keep the stop from committing what has
-// finished: the last commit runs with a context of its own. Before, it used
-// the stop's, expired by then, and the finished closes were done again by
-// the next owner. The same for a revoke.
+// finished: the last commit runs with a context of its own, not the
+// stop's, expired by then, which would leave the finished closes to be
+// done again by the next owner. The same for a revoke.
 func TestLastCommitAfterAStuckClose(t *testing.T) {
 	for _, via := range []string{"stop", "revoke"} {
 		t.Run(via, func(t *testing.T) {

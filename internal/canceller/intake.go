@@ -69,8 +69,7 @@ const maxUnacked = 10_000
 // A queued record holds no slot: the records of one task id close one at
 // a time, so many of them (one order scheduled again and again) would
 // otherwise hold every slot for a close latency each, and the tasks of
-// every other partition would wait behind them (300 records of one id
-// made the others 4 s late with closes of 20 ms). They are bounded by
+// every other partition would wait behind them. They are bounded by
 // MaxInFlightBytes and maxUnacked instead.
 func (c *Canceller) waitFree(ctx context.Context) (int, error) {
 	for {

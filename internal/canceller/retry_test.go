@@ -364,10 +364,9 @@ func TestRouteRateLimit(t *testing.T) {
 // TestOneTaskFloodHoldsNoSlots: records of one task id waiting behind its
 // running close hold no close slot, so that a flood of them (an order
 // scheduled again and again) does not stop the closes of other tasks, here
-// of another topic. Before, each waiting record held one of the
-// MaxInFlight slots: the other tasks waited for all but MaxInFlight of the
-// flood to close, one close latency each (300 records of one id made them
-// 4 s late with closes of 20 ms).
+// of another topic. Were each waiting record to hold a slot, the other
+// tasks would wait for all but MaxInFlight of the flood to close, one
+// close latency each.
 func TestOneTaskFloodHoldsNoSlots(t *testing.T) {
 	release := make(chan struct{})
 	cr := closer.CloserFunc(func(ctx context.Context, tk closer.Task) (closer.Result, error) {
