@@ -12,7 +12,6 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
-	"github.com/hourglass/hourglass/internal/procs"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/internal/topics"
 )
@@ -51,8 +50,8 @@ type Common struct {
 	// LagInterval is how often the consumer lag gauge is refreshed
 	// (--lag-interval); default telemetry.DefaultLagInterval.
 	LagInterval time.Duration
-	// ScaleProcs runs the service on one processor while it needs little
-	// CPU (--scale-procs, see package procs); default false.
+	// ScaleProcs is --scale-procs, deprecated: accepted so that existing
+	// configurations still start, and ignored (LogDeprecated says so).
 	ScaleProcs bool
 }
 
@@ -78,7 +77,7 @@ func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
 	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
 	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), telemetry.DefaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
 	fs.BoolVar(&c.ScaleProcs, "scale-procs", env("scale-procs"), false,
-		"run on one processor (GOMAXPROCS 1) while the service uses less than 0.3 of a core over 10s, and on up to GOMAXPROCS as soon as it uses half of one in 100ms: about a sixth less CPU at low rates, at the cost of a longer lateness tail under spiky load and more memory in a burst (docs/operations.md)")
+		"deprecated and ignored: the service runs on GOMAXPROCS processors (docs/configuration.md)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
 		"consumer group session timeout: how long the partitions of an instance that died (and was not restarted) wait for another")
 }
@@ -110,13 +109,12 @@ func (c *Common) Validate(fs *cli.FlagSet) Checks {
 	return errs
 }
 
-// Procs returns the scaler of the service's processors (--scale-procs), or
-// nil when they are not scaled; a nil scaler's Run returns at once.
-func (c *Common) Procs(log *slog.Logger) *procs.Scaler {
-	if !c.ScaleProcs {
-		return nil
+// LogDeprecated logs a warning for each deprecated flag the configuration
+// sets, so that an operator learns it does nothing before it is removed.
+func (c *Common) LogDeprecated(log *slog.Logger) {
+	if c.ScaleProcs {
+		log.Warn("--scale-procs (HOURGLASS_SCALE_PROCS) is deprecated and ignored: the service runs on GOMAXPROCS processors")
 	}
-	return procs.New(procs.Config{Logger: log})
 }
 
 // KgoOpts returns the connection options.

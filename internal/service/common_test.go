@@ -1,35 +1,45 @@
 package service
 
 import (
-	"io"
+	"bytes"
 	"log/slog"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/hourglass/hourglass/internal/cli"
 )
 
-// TestScaleProcsFlag: --scale-procs is off by default, and on gives a
-// scaler wherever there is more than one processor to scale from.
-func TestScaleProcsFlag(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+// TestScaleProcsDeprecated: --scale-procs, from the command line or the
+// environment, is still accepted and valid, and LogDeprecated warns once
+// that it is ignored; without it nothing is logged.
+func TestScaleProcsDeprecated(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want bool
+		env  string // HOURGLASS_SCALE_PROCS
+		want int    // warnings
 	}{
-		{nil, false},
-		{[]string{"--scale-procs"}, runtime.GOMAXPROCS(0) > 1}, // nothing to scale on one processor
-		{[]string{"--scale-procs=false"}, false},
+		{nil, "", 0},
+		{[]string{"--scale-procs"}, "", 1},
+		{[]string{"--scale-procs=true"}, "", 1},
+		{[]string{"--scale-procs=false"}, "", 0},
+		{nil, "true", 1},
+		{[]string{"--scale-procs=false"}, "true", 0}, // the flag wins
 	} {
+		t.Setenv("HOURGLASS_SCALE_PROCS", tc.env)
 		var c Common
 		fs := cli.NewFlagSet("router", "")
 		c.Register(fs, "router", "")
 		if err := ParseArgs(fs, tc.args); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
-		if got := c.Procs(log) != nil; got != tc.want {
-			t.Errorf("%q: scaler %v, want %v (GOMAXPROCS %d)", tc.args, got, tc.want, runtime.GOMAXPROCS(0))
+		if errs := c.Validate(fs); len(errs) != 0 {
+			t.Errorf("%q: %v, want valid", tc.args, errs)
+		}
+		var out bytes.Buffer
+		c.LogDeprecated(slog.New(slog.NewTextHandler(&out, nil)))
+		lines := strings.Count(out.String(), "\n")
+		if lines != tc.want || tc.want > 0 && (!strings.Contains(out.String(), "level=WARN") || !strings.Contains(out.String(), "--scale-procs")) {
+			t.Errorf("%q, HOURGLASS_SCALE_PROCS=%q: logged %q, want %d warning naming --scale-procs", tc.args, tc.env, out.String(), tc.want)
 		}
 	}
 }

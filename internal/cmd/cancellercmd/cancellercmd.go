@@ -98,6 +98,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := c.Logger(stderr, "canceller")
+	c.LogDeprecated(log)
 	opts, err := c.KgoOpts()
 	if err != nil {
 		return err
@@ -137,7 +138,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return cn.Run(gctx) })
 	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, cn.NotReady, tel, c.Pprof, log) })
-	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error { tel.WatchLag(gctx, cn.Client(), k.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("canceller stopped", "stats", fmt.Sprintf("%+v", cn.Stats()))

@@ -100,6 +100,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := c.Logger(stderr, "recorder")
+	c.LogDeprecated(log)
 	if c.MigrateOnly {
 		return migrateOnly(ctx, c, stdout, log)
 	}
@@ -119,7 +120,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ready := func() error { r := running.Load(); return telemetry.NotReady(r != nil && r.Ready()) }
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, ready, tel, c.Pprof, log) })
-	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error {
 		store, err := openStore(gctx, c.ClickHouse, c.Migrate, log)
 		if err != nil {

@@ -74,6 +74,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := c.Logger(stderr, "router")
+	c.LogDeprecated(log)
 	opts, err := c.KgoOpts()
 	if err != nil {
 		return err
@@ -94,7 +95,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.Run(gctx) })
 	g.Go(func() error { return service.ServeHTTP(gctx, c.HTTPAddr, rt.NotReady, tel, c.Pprof, log) })
-	g.Go(func() error { c.Procs(log).Run(gctx); return nil })
 	g.Go(func() error { tel.WatchLag(gctx, rt.Client(), r.Group, c.LagInterval, log); return nil })
 	err = g.Wait()
 	log.Info("router stopped", "stats", fmt.Sprintf("%+v", rt.Stats()))
