@@ -2,10 +2,9 @@ package verify
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/loadtest/manifest"
 )
@@ -76,28 +75,17 @@ type ShapeReport struct {
 	LatenessMs Percentiles `json:"lateness_ms"`
 }
 
-// Percentiles are nearest-rank percentiles in milliseconds; all zero
-// without samples.
+// Percentiles are the nearest-rank percentiles of a lateness in
+// milliseconds (embedded.PercentilesOf, as the bench reports them) and the
+// count of samples; all zero without samples.
 type Percentiles struct {
-	N    int   `json:"n"`
-	P50  int64 `json:"p50"`
-	P90  int64 `json:"p90"`
-	P99  int64 `json:"p99"`
-	P999 int64 `json:"p999"`
-	Max  int64 `json:"max"`
+	N int `json:"n"`
+	embedded.Percentiles
 }
 
-// PercentilesOf returns the nearest-rank percentiles of vs, which it sorts.
-func PercentilesOf(vs []int64) Percentiles {
-	if len(vs) == 0 {
-		return Percentiles{}
-	}
-	slices.Sort(vs)
-	at := func(q float64) int64 {
-		i := int(math.Ceil(q*float64(len(vs)))) - 1
-		return vs[max(0, min(i, len(vs)-1))]
-	}
-	return Percentiles{N: len(vs), P50: at(0.50), P90: at(0.90), P99: at(0.99), P999: at(0.999), Max: vs[len(vs)-1]}
+// percentilesOf returns the Percentiles of vs, which it sorts.
+func percentilesOf(vs []int64) Percentiles {
+	return Percentiles{N: len(vs), Percentiles: embedded.PercentilesOf(vs)}
 }
 
 // task is what Check learns about one manifest entry.
@@ -191,9 +179,9 @@ func (r *Report) judge(entries []manifest.Entry, tasks map[string]*task) {
 		late = append(late, l)
 		lateByShape[e.Shape] = append(lateByShape[e.Shape], l)
 	}
-	r.LatenessMs = PercentilesOf(late)
+	r.LatenessMs = percentilesOf(late)
 	for s, vs := range lateByShape {
-		r.ByShape[s].LatenessMs = PercentilesOf(vs)
+		r.ByShape[s].LatenessMs = percentilesOf(vs)
 	}
 }
 

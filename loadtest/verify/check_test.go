@@ -1,10 +1,12 @@
 package verify
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/loadtest/manifest"
 )
@@ -39,8 +41,8 @@ func TestCheck(t *testing.T) {
 			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, false, "a"), entry(pfx+"2", base+2000, base, false, "a")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+1003), ev(pfx+"2", "closed", "", base+2001)},
 			want: Report{Scheduled: 2, Final: 2, Closed: 2, Outcomes: map[outcome.Outcome]int{"closed": 2}, OK: true,
-				LatenessMs: Percentiles{N: 2, P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}},
-			wantShape: map[string]*ShapeReport{"a": {Scheduled: 2, LatenessMs: Percentiles{N: 2, P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}}},
+				LatenessMs: Percentiles{N: 2, Percentiles: embedded.Percentiles{P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}}},
+			wantShape: map[string]*ShapeReport{"a": {Scheduled: 2, LatenessMs: Percentiles{N: 2, Percentiles: embedded.Percentiles{P50: 1, P90: 3, P99: 3, P999: 3, Max: 3}}}},
 		},
 		{
 			name:    "paid skipped as paid",
@@ -75,8 +77,8 @@ func TestCheck(t *testing.T) {
 			name:         "lost",
 			entries:      []manifest.Entry{entry(pfx+"1", base, base, false, "s"), entry(pfx+"2", base, base, false, "s")},
 			events:       []outcome.Event{ev(pfx+"1", "closed", "", base+5), ev(pfx+"2", "retry", "", base+5)},
-			want:         Report{Scheduled: 2, Final: 1, Closed: 1, Lost: 1, Retries: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}},
-			wantShape:    map[string]*ShapeReport{"s": {Scheduled: 2, Lost: 1, LatenessMs: Percentiles{N: 1, P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}}},
+			want:         Report{Scheduled: 2, Final: 1, Closed: 1, Lost: 1, Retries: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}}},
+			wantShape:    map[string]*ShapeReport{"s": {Scheduled: 2, Lost: 1, LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: 5, P90: 5, P99: 5, P999: 5, Max: 5}}}},
 			wantExamples: map[string][]string{"lost": {pfx + "2"}},
 		},
 		{
@@ -84,14 +86,14 @@ func TestCheck(t *testing.T) {
 			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "retry", "", base+1), ev(pfx+"1", "closed", "", base+2000)},
 			want: Report{Scheduled: 1, Final: 1, Closed: 1, Retries: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
-				LatenessMs: Percentiles{N: 1, P50: 2000, P90: 2000, P99: 2000, P999: 2000, Max: 2000}},
+				LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: 2000, P90: 2000, P99: 2000, P999: 2000, Max: 2000}}},
 		},
 		{
 			name:    "duplicate: the first final outcome counts",
 			entries: []manifest.Entry{entry(pfx+"1", base, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+1), ev(pfx+"1", "already_closed", "", base+50)},
 			want: Report{Scheduled: 1, Final: 1, Closed: 1, Duplicates: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
-				LatenessMs: Percentiles{N: 1, P50: 1, P90: 1, P99: 1, P999: 1, Max: 1}},
+				LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: 1, P90: 1, P99: 1, P999: 1, Max: 1}}},
 			wantExamples: map[string][]string{"duplicates": {pfx + "1"}},
 		},
 		{
@@ -99,8 +101,8 @@ func TestCheck(t *testing.T) {
 			entries: []manifest.Entry{entry(pfx+"1", base+1000, base, false, "x")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+999)},
 			want: Report{Scheduled: 1, Final: 1, Closed: 1, Early: 1, Outcomes: map[outcome.Outcome]int{"closed": 1},
-				LatenessMs: Percentiles{N: 1, P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}},
-			wantShape:    map[string]*ShapeReport{"x": {Scheduled: 1, Early: 1, LatenessMs: Percentiles{N: 1, P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}}},
+				LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}}},
+			wantShape:    map[string]*ShapeReport{"x": {Scheduled: 1, Early: 1, LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: -1, P90: -1, P99: -1, P999: -1, Max: -1}}}},
 			wantExamples: map[string][]string{"early": {pfx + "1"}},
 		},
 		{
@@ -115,7 +117,7 @@ func TestCheck(t *testing.T) {
 			entries: []manifest.Entry{entry(pfx+"1", base-2000, base, false, "")},
 			events:  []outcome.Event{ev(pfx+"1", "closed", "", base+7)},
 			want: Report{Scheduled: 1, Final: 1, Closed: 1, Outcomes: map[outcome.Outcome]int{"closed": 1}, OK: true,
-				LatenessMs: Percentiles{N: 1, P50: 7, P90: 7, P99: 7, P999: 7, Max: 7}},
+				LatenessMs: Percentiles{N: 1, Percentiles: embedded.Percentiles{P50: 7, P90: 7, P99: 7, P999: 7, Max: 7}}},
 		},
 		{
 			name:    "events of other runs ignored, unknown ids of this run counted",
@@ -168,29 +170,19 @@ func TestCheckExamplesBounded(t *testing.T) {
 	}
 }
 
-func TestPercentilesOf(t *testing.T) {
-	seq := func(n int) []int64 {
-		vs := make([]int64, n)
-		for i := range vs {
-			vs[i] = int64(n - i) // reversed: PercentilesOf sorts
-		}
-		return vs
-	}
-	tests := []struct {
-		name string
+// TestPercentilesJSON: the report's lateness keeps its JSON shape, the
+// count first, with the bench's percentiles beside it.
+func TestPercentilesJSON(t *testing.T) {
+	for _, tc := range []struct {
 		in   []int64
-		want Percentiles
+		want string
 	}{
-		{"none", nil, Percentiles{}},
-		{"one", []int64{4}, Percentiles{N: 1, P50: 4, P90: 4, P99: 4, P999: 4, Max: 4}},
-		{"two", []int64{9, 1}, Percentiles{N: 2, P50: 1, P90: 9, P99: 9, P999: 9, Max: 9}},
-		{"1..100", seq(100), Percentiles{N: 100, P50: 50, P90: 90, P99: 99, P999: 100, Max: 100}},
-		{"1..1000", seq(1000), Percentiles{N: 1000, P50: 500, P90: 900, P99: 990, P999: 999, Max: 1000}},
-		{"negative", []int64{-5, 3, -1}, Percentiles{N: 3, P50: -1, P90: 3, P99: 3, P999: 3, Max: 3}},
-	}
-	for _, tt := range tests {
-		if got := PercentilesOf(tt.in); got != tt.want {
-			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		{nil, `{"n":0,"p50":0,"p90":0,"p99":0,"p999":0,"max":0}`},
+		{[]int64{9, 1}, `{"n":2,"p50":1,"p90":9,"p99":9,"p999":9,"max":9}`},
+	} {
+		b, err := json.Marshal(percentilesOf(tc.in))
+		if err != nil || string(b) != tc.want {
+			t.Errorf("percentilesOf(%v) = %s, %v; want %s", tc.in, b, err, tc.want)
 		}
 	}
 }
@@ -208,7 +200,7 @@ func TestBound(t *testing.T) {
 		{p99: 9000, max: 9000, maxP99: time.Second, maxLate: 5 * time.Second, wantOver: 2},
 		{p99: 9000, max: 9000, wantOK: true}, // no bounds
 	} {
-		r := Report{OK: true, LatenessMs: Percentiles{P99: c.p99, Max: c.max}}
+		r := Report{OK: true, LatenessMs: Percentiles{Percentiles: embedded.Percentiles{P99: c.p99, Max: c.max}}}
 		r.bound(c.maxP99, c.maxLate)
 		if r.OK != c.wantOK || len(r.OverBounds) != c.wantOver {
 			t.Errorf("p99 %d max %d, bounds %v %v: OK %v over %q; want %v and %d", c.p99, c.max, c.maxP99, c.maxLate, r.OK, r.OverBounds, c.wantOK, c.wantOver)

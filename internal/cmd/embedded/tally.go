@@ -174,7 +174,8 @@ func (t *Tally) Snapshot() Snapshot {
 	return s
 }
 
-// PercentilesOf returns nearest-rank Percentiles of vs (which it sorts).
+// PercentilesOf returns nearest-rank Percentiles of vs (which it sorts):
+// the one rule of the demo, the bench and the load test's verify.
 func PercentilesOf(vs []int64) Percentiles {
 	if len(vs) == 0 {
 		return Percentiles{}
