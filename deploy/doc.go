@@ -10,8 +10,9 @@
 //     and run through the image's own binary with --check-config.
 //   - The image recipe, ../Dockerfile and ../.dockerignore (image_test.go),
 //     without a container engine: the Dockerfile's own go build command is
-//     run, and its binaries checked. The parsing lives in
-//     internal/dockerfile.
+//     run, and its binaries checked. The Dockerfile is read with BuildKit's
+//     parser and the .dockerignore with moby's patternmatcher
+//     (dockerfile_test.go), as the image build reads them.
 //
 // The helpers the tests share are in helpers_test.go. They run helm,
 // kubeconform and promtool; a missing tool fails the test:

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass/hourglass/deploy/internal/dockerfile"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -413,18 +412,18 @@ func firstPodName(o object) string {
 
 // parseDockerfile reads the Dockerfile into stages, with the defaults of
 // the ARGs before the first FROM substituted into the FROM lines.
-func parseDockerfile(t *testing.T) *dockerfile.File {
+func parseDockerfile(t *testing.T) *recipe {
 	t.Helper()
 	b, err := os.ReadFile(dockerfilePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := dockerfile.Parse(dockerfilePath, b)
+	f, err := parseRecipe(b)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", dockerfilePath, err)
 	}
-	if len(f.Stages) < 2 {
-		t.Fatalf("%s: %d stages, want a build stage and a runtime stage", dockerfilePath, len(f.Stages))
+	if len(f.stages) < 2 {
+		t.Fatalf("%s: %d stages, want a build stage and a runtime stage", dockerfilePath, len(f.stages))
 	}
 	return f
 }
@@ -435,13 +434,13 @@ func parseDockerfile(t *testing.T) *dockerfile.File {
 var imageBuild struct {
 	sync.Mutex
 	users int
-	gb    dockerfile.GoBuild
+	gb    goBuild
 	dir   string
 }
 
 // imageBinaries returns the Dockerfile's go build command and the directory
 // that stands for its -o path, building on first use.
-func imageBinaries(t *testing.T) (dockerfile.GoBuild, string) {
+func imageBinaries(t *testing.T) (goBuild, string) {
 	t.Helper()
 	imageBuild.Lock()
 	defer imageBuild.Unlock()
@@ -473,14 +472,14 @@ func imageBinaries(t *testing.T) (dockerfile.GoBuild, string) {
 
 // buildImageBinaries runs the Dockerfile's go build command, with its
 // environment and flags, with outDir standing for its -o path.
-func buildImageBinaries(t *testing.T, f *dockerfile.File, outDir string) dockerfile.GoBuild {
+func buildImageBinaries(t *testing.T, f *recipe, outDir string) goBuild {
 	t.Helper()
-	var gb dockerfile.GoBuild
+	var gb goBuild
 	var found bool
-	for _, st := range f.Stages[:len(f.Stages)-1] {
+	for _, st := range f.stages[:len(f.stages)-1] {
 		var err error
-		if gb, found, err = f.GoBuild(st); err != nil {
-			t.Fatal(err)
+		if gb, found, err = f.goBuild(st); err != nil {
+			t.Fatalf("%s: %v", dockerfilePath, err)
 		}
 		if found {
 			break

@@ -6,7 +6,6 @@ package deploy
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hourglass/hourglass/deploy/internal/dockerfile"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
 )
 
 var goVersion = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
@@ -58,9 +57,9 @@ func imageTag(ref string) string {
 func TestDockerfile(t *testing.T) {
 	t.Parallel()
 	f := parseDockerfile(t)
-	checkBases(t, f.Stages)
-	checkBuilder(t, f.Stages[0])
-	copies := checkRuntimeStage(t, f.Stages[len(f.Stages)-1])
+	checkBases(t, f.stages)
+	checkBuilder(t, f.stages[0])
+	copies := checkRuntimeStage(t, f.stages[len(f.stages)-1])
 
 	gb, outDir := imageBinaries(t)
 	if !slices.Contains(gb.Env, "CGO_ENABLED=0") {
@@ -93,33 +92,33 @@ func TestDockerfile(t *testing.T) {
 // checkBases checks that every base image is resolved from the ARG
 // defaults and pinned, by a version tag or a digest, and the runtime base
 // by a digest. A FROM of an earlier stage is no base.
-func checkBases(t *testing.T, stages []dockerfile.Stage) {
+func checkBases(t *testing.T, stages []stage) {
 	t.Helper()
 	names := map[string]bool{}
 	for _, st := range stages {
-		if names[st.Image] {
+		if names[st.image] {
 			continue // FROM an earlier stage
 		}
-		if st.Image == "" || strings.Contains(st.Image, "$") {
-			t.Errorf("FROM %q: not resolved from the ARG defaults", st.Image)
+		if st.image == "" || strings.Contains(st.image, "$") {
+			t.Errorf("FROM %q: not resolved from the ARG defaults", st.image)
 		}
-		tag := imageTag(st.Image)
-		if (tag == "" || tag == "latest") && !imageDigest.MatchString(st.Image) {
-			t.Errorf("FROM %s: not pinned (give a version tag or a digest)", st.Image)
+		tag := imageTag(st.image)
+		if (tag == "" || tag == "latest") && !imageDigest.MatchString(st.image) {
+			t.Errorf("FROM %s: not pinned (give a version tag or a digest)", st.image)
 		}
-		if st.Name != "" {
-			names[st.Name] = true
+		if st.name != "" {
+			names[st.name] = true
 		}
 	}
 	runtime := stages[len(stages)-1]
-	if !imageDigest.MatchString(runtime.Image) {
-		t.Errorf("runtime base %s: not pinned by digest", runtime.Image)
+	if !imageDigest.MatchString(runtime.image) {
+		t.Errorf("runtime base %s: not pinned by digest", runtime.image)
 	}
 }
 
 // checkBuilder checks that the builder can build the module: golang:<version>
 // of at least go.mod's go directive.
-func checkBuilder(t *testing.T, build dockerfile.Stage) {
+func checkBuilder(t *testing.T, build stage) {
 	t.Helper()
 	mod, err := os.ReadFile("../go.mod")
 	if err != nil {
@@ -129,7 +128,7 @@ func checkBuilder(t *testing.T, build dockerfile.Stage) {
 	if want == nil {
 		t.Fatal("go.mod: no go directive")
 	}
-	builder := build.Image
+	builder := build.image
 	if !strings.HasPrefix(builder, "golang:") || !versionAtLeast(imageTag(builder), string(want[1])) {
 		t.Errorf("builder %s: want golang:<version> of at least go.mod's go %s", builder, want[1])
 	}
@@ -138,28 +137,28 @@ func checkBuilder(t *testing.T, build dockerfile.Stage) {
 // checkRuntimeStage checks the runtime stage: a non-root USER, the exec
 // form ENTRYPOINT /hourglass copied from a build stage, and no RUN. It
 // returns what the stage copies from build stages: image path -> source.
-func checkRuntimeStage(t *testing.T, runtime dockerfile.Stage) map[string]string {
+func checkRuntimeStage(t *testing.T, runtime stage) map[string]string {
 	t.Helper()
 	var user, entrypoint string
 	copies := map[string]string{} // image path -> source in the build stage
-	for _, in := range runtime.Instr {
-		switch in.Cmd {
+	for _, n := range runtime.nodes {
+		words := nodeWords(n)
+		switch strings.ToUpper(n.Value) {
 		case "USER":
-			user = in.Args
+			user = strings.Join(words, " ")
 		case "ENTRYPOINT":
-			var ep []string
-			if err := json.Unmarshal([]byte(in.Args), &ep); err != nil || len(ep) == 0 {
-				t.Errorf("ENTRYPOINT %s: want the exec form, a JSON list", in.Args)
+			if !n.Attributes["json"] || len(words) == 0 {
+				t.Errorf("%s:%d: %s: want the exec form, a JSON list", dockerfilePath, n.StartLine, n.Original)
 				continue
 			}
-			entrypoint = ep[0]
+			entrypoint = words[0]
 		case "COPY":
-			f := strings.Fields(in.Args)
-			if len(f) == 3 && strings.HasPrefix(f[0], "--from=") {
-				copies[f[2]] = f[1]
+			from := slices.ContainsFunc(n.Flags, func(f string) bool { return strings.HasPrefix(f, "--from=") })
+			if from && len(words) == 2 {
+				copies[words[1]] = words[0]
 			}
 		case "RUN":
-			t.Errorf("%s:%d: RUN in the runtime stage; the distroless base has no shell", dockerfilePath, in.Line)
+			t.Errorf("%s:%d: RUN in the runtime stage; the distroless base has no shell", dockerfilePath, n.StartLine)
 		}
 	}
 	uid, _, _ := strings.Cut(user, ":")
@@ -173,6 +172,16 @@ func checkRuntimeStage(t *testing.T, runtime dockerfile.Stage) map[string]string
 		t.Errorf("nothing is copied to /hourglass: %v", copies)
 	}
 	return copies
+}
+
+// nodeWords returns the words of an instruction after its flags, as the
+// parser gives them.
+func nodeWords(n *parser.Node) []string {
+	var words []string
+	for w := n.Next; w != nil; w = w.Next {
+		words = append(words, w.Value)
+	}
+	return words
 }
 
 // checkStaticBinary checks that bin is a static ELF executable without a
@@ -203,20 +212,6 @@ func checkStaticBinary(t *testing.T, bin, repoRoot string) {
 	}
 }
 
-// readDockerignore reads the .dockerignore rules.
-func readDockerignore(t *testing.T) dockerfile.Ignore {
-	t.Helper()
-	b, err := os.ReadFile(dockerignorePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ig, err := dockerfile.ParseIgnore(b)
-	if err != nil {
-		t.Fatalf("%s: %v", dockerignorePath, err)
-	}
-	return ig
-}
-
 // TestDockerignore checks that the build context keeps every file the image
 // build reads (the Go files and embedded files of the binaries' packages,
 // go.mod, go.sum) and leaves out the rest of the repository.
@@ -228,12 +223,12 @@ func TestDockerignore(t *testing.T) {
 		t.Fatalf("go list found only %d files", len(needed))
 	}
 	for _, f := range needed {
-		if ig.Ignored(f) {
+		if ignored(t, ig, f) {
 			t.Errorf("%s excludes %s, which the image build needs", dockerignorePath, f)
 		}
 	}
 	for _, f := range []string{".git/config", ".tools/bin/helm", "bin/hourglass", "deploy/helpers_test.go", "internal/cmd/hourglasscmd/hourglasscmd_test.go", "README.md"} {
-		if !ig.Ignored(f) {
+		if !ignored(t, ig, f) {
 			t.Errorf("%s sends %s to the build context; the build does not need it", dockerignorePath, f)
 		}
 	}
