@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/hourglass/hourglass/internal/suggest"
 )
 
 // Parse parses args (without the program name), then applies the environment
@@ -129,7 +131,7 @@ func (f *FlagSet) unknown(name string) error {
 	for i, e := range f.entries {
 		names[i] = e.name
 	}
-	if s := Suggest(name, names); s != "" {
+	if s := suggest.Closest(name, names); s != "" {
 		return fmt.Errorf("unknown flag --%s; did you mean --%s?", name, s)
 	}
 	return fmt.Errorf("unknown flag --%s", name)
@@ -159,3 +161,9 @@ func (e *CommandLineError) Unwrap() error { return e.Err }
 func (f *FlagSet) BadArgs(format string, args ...any) error {
 	return &CommandLineError{Cmd: f.name, Err: fmt.Errorf(format, args...)}
 }
+
+// Suggest is [suggest.Closest].
+//
+// Deprecated: import internal/suggest: a library that suggests the keys of
+// its own files has no need of the command line.
+func Suggest(name string, candidates []string) string { return suggest.Closest(name, candidates) }

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 // outcomeColors are the bar colors of the outcomes; others are purple.
@@ -40,9 +40,9 @@ func outcomeChart(counts []OutcomeCount) string {
 		if !ok {
 			color = "#8250df"
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, label-8, y+barH/2+4, html.EscapeString(cli.Quote(string(c.Outcome))))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, label-8, y+barH/2+4, html.EscapeString(term.Quote(string(c.Outcome))))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" rx="3" fill="%s"><title>%s: %s</title></rect>`,
-			label, y, math.Max(w, 1), barH, color, html.EscapeString(cli.Quote(string(c.Outcome))), thousands(c.Attempts))
+			label, y, math.Max(w, 1), barH, color, html.EscapeString(term.Quote(string(c.Outcome))), thousands(c.Attempts))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`, float64(label)+math.Max(w, 1)+6, y+barH/2+4, thousands(c.Attempts))
 	}
 	b.WriteString(`</svg>`)

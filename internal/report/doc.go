@@ -16,7 +16,7 @@
 //
 // Task ids, kinds, outcomes, paths and errors come from whoever produced the
 // events, so no format prints them raw: text and HTML write them through
-// cli.Quote (a Go literal when they hold a control, bidi or other
+// term.Quote (a Go literal when they hold a control, bidi or other
 // non-graphic character, or invalid UTF-8), and JSON writes what
 // encoding/json leaves raw (bidi and C1 controls) as \u escapes.
 package report

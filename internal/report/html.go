@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 // WriteHTML writes r as one self-contained HTML page: inline CSS, inline
@@ -16,7 +16,7 @@ import (
 // Counts have thousands separators; ids and times do not wrap (a table too
 // wide scrolls sideways), and the error or detail of a late or failed
 // attempt takes a row of its own under it. Strings from events are
-// HTML-escaped, and written through cli.Quote first as in the text report:
+// HTML-escaped, and written through term.Quote first as in the text report:
 // html/template leaves control and bidi characters as they are, and a bidi
 // override would reorder a cell in the browser too.
 func (r *Report) WriteHTML(w io.Writer) error {
@@ -38,15 +38,15 @@ type htmlData struct {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"q":       cli.Quote,
-	"qo":      func(o outcome.Outcome) string { return cli.Quote(string(o)) },
+	"q":       term.Quote,
+	"qo":      func(o outcome.Outcome) string { return term.Quote(string(o)) },
 	"ms":      ms,
 	"n":       thousands,
 	"bms":     bucketMs,
 	"time":    func(t time.Time) string { return t.Format(timeLayout) },
 	"attempt": func(t time.Time) string { return t.Format(attemptTime) },
-	"tier":    func(t string) string { return cli.Quote(tierName(t)) },
-	"none":    func(s string) string { return cli.Quote(orNone(s)) },
+	"tier":    func(t string) string { return term.Quote(tierName(t)) },
+	"none":    func(s string) string { return term.Quote(orNone(s)) },
 	// why is the error of an attempt, else its detail, else "": it takes
 	// a row of its own under the attempt, where it can wrap.
 	"why": func(a Attempt) string {
@@ -57,7 +57,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		if why == "" {
 			return ""
 		}
-		return cli.Quote(spaced(why)) // the browser shows white space as one space anyway
+		return term.Quote(spaced(why)) // the browser shows white space as one space anyway
 	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">

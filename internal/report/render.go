@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 // Formats of Render.
@@ -39,7 +39,7 @@ func (r *Report) Render(w io.Writer, format string) error {
 
 // WriteJSON writes r as indented JSON, with the runes a terminal may act on
 // that encoding/json leaves raw (bidi controls, C1 controls) as \u escapes
-// (cli.EscapeJSON).
+// (term.EscapeJSON).
 func (r *Report) WriteJSON(w io.Writer) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -47,7 +47,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	_, err := w.Write(cli.EscapeJSON(b.Bytes()))
+	_, err := w.Write(term.EscapeJSON(b.Bytes()))
 	return err
 }
 
@@ -108,7 +108,7 @@ func tierName(t string) string {
 
 // WriteText writes r as plain text with aligned tables. Every string that
 // comes from events (task ids, kinds, outcomes, tiers, paths, errors) is
-// written through cli.Quote, so none can reach a terminal with a control
+// written through term.Quote, so none can reach a terminal with a control
 // character or break a row.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
@@ -127,7 +127,7 @@ func (r *Report) WriteText(w io.Writer) error {
 // lateness.
 func (r *Report) writeSummary(b *strings.Builder) {
 	s := r.Summary
-	fmt.Fprintf(b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), cli.Quote(r.Database))
+	fmt.Fprintf(b, "Hourglass report: %s to %s UTC (%s), database %s\n\n", r.From.Format(timeLayout), r.To.Format(timeLayout), r.To.Sub(r.From).Round(time.Second), term.Quote(r.Database))
 	fmt.Fprintf(b, "Attempts %s (tasks %s): final %s, retried %s, failed %s; late (over %s) %s; duplicate rows ignored %s\n",
 		thousands(s.Attempts), thousands(s.Tasks), thousands(s.Final), thousands(s.Retried), thousands(s.Failed), ms(r.LateThresholdMs),
 		thousands(s.Late), thousands(s.DuplicateRows))
@@ -159,7 +159,7 @@ func writeTable(b *strings.Builder, title string, header string, rows [][]string
 func (r *Report) outcomeRows() [][]string {
 	var rows [][]string
 	for _, o := range r.Outcomes {
-		rows = append(rows, []string{cli.Quote(string(o.Outcome)), thousands(o.Attempts)})
+		rows = append(rows, []string{term.Quote(string(o.Outcome)), thousands(o.Attempts)})
 	}
 	return rows
 }
@@ -168,7 +168,7 @@ func (r *Report) outcomeRows() [][]string {
 func (r *Report) countRows() [][]string {
 	var rows [][]string
 	for _, c := range r.Counts {
-		rows = append(rows, []string{cli.Quote(c.Kind), cli.Quote(string(c.Outcome)), thousands(c.Attempts), thousands(c.DuplicateRows)})
+		rows = append(rows, []string{term.Quote(c.Kind), term.Quote(string(c.Outcome)), thousands(c.Attempts), thousands(c.DuplicateRows)})
 	}
 	return rows
 }
@@ -177,7 +177,7 @@ func (r *Report) countRows() [][]string {
 func (r *Report) latenessRows() [][]string {
 	var rows [][]string
 	for _, l := range r.Lateness {
-		rows = append(rows, []string{cli.Quote(tierName(l.Tier)), cli.Quote(l.Kind), thousands(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
+		rows = append(rows, []string{term.Quote(tierName(l.Tier)), term.Quote(l.Kind), thousands(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)})
 	}
 	return rows
 }
@@ -194,8 +194,8 @@ func (r *Report) lateRows() [][]string {
 		if why == "" {
 			why = noneLabel
 		}
-		rows = append(rows, []string{a.Closed.Format(attemptTime), cli.Quote(a.TaskID), cli.Quote(a.Kind), cli.Quote(string(a.Outcome)),
-			ms(a.LatenessMs), fmt.Sprint(a.Attempt), cli.Quote(orNone(a.Path)), cli.Quote(oneLine(why))})
+		rows = append(rows, []string{a.Closed.Format(attemptTime), term.Quote(a.TaskID), term.Quote(a.Kind), term.Quote(string(a.Outcome)),
+			ms(a.LatenessMs), fmt.Sprint(a.Attempt), term.Quote(orNone(a.Path)), term.Quote(oneLine(why))})
 	}
 	return rows
 }
@@ -225,7 +225,7 @@ func orNone(s string) string {
 }
 
 // oneLine keeps a table row on one line and bounds its length: runs of
-// white space (newlines too) become one space. Print it through cli.Quote:
+// white space (newlines too) become one space. Print it through term.Quote:
 // control characters that are not white space stay.
 func oneLine(s string) string {
 	s = spaced(s)

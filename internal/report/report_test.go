@@ -14,9 +14,9 @@ import (
 	"unicode"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/report"
+	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
@@ -302,11 +302,11 @@ func TestTerminalEscapes(t *testing.T) {
 		}
 		switch format {
 		case report.FormatText:
-			if n := strings.Count(out, cli.Quote(hostile)); n < 4 { // task, kind, path, error; and in the tables by kind
+			if n := strings.Count(out, term.Quote(hostile)); n < 4 { // task, kind, path, error; and in the tables by kind
 				t.Errorf("text: %d quoted hostile strings, want at least 4:\n%s", n, out)
 			}
 		case report.FormatHTML:
-			if !strings.Contains(out, html.EscapeString(cli.Quote(hostile))) {
+			if !strings.Contains(out, html.EscapeString(term.Quote(hostile))) {
 				t.Errorf("html: no quoted hostile task id:\n%s", out)
 			}
 		case report.FormatJSON:

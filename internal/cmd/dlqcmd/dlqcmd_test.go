@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/dlqcmd"
+	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -192,7 +192,7 @@ func TestDLQQuotes(t *testing.T) {
 		switch strings.Join(args, " ") {
 		case "list":
 			// Header, the dead letter, the count.
-			if len(lines) != 3 || strings.Count(lines[1], cli.Quote(hostile)) != 4 || !strings.Contains(lines[1], cli.Quote(source)) {
+			if len(lines) != 3 || strings.Count(lines[1], term.Quote(hostile)) != 4 || !strings.Contains(lines[1], term.Quote(source)) {
 				t.Errorf("list: want one row with the key, kind, reason, detail and source quoted:\n%s", stdout)
 			}
 		case "list --format json":
@@ -209,7 +209,7 @@ func TestDLQQuotes(t *testing.T) {
 				t.Errorf("list --format json: source = %q, want %q", d["source"], source)
 			}
 		case "replay --dry-run", "replay":
-			if !strings.Contains(stdout, "skipped 1") || !strings.Contains(stdout, cli.Quote(hostile)) {
+			if !strings.Contains(stdout, "skipped 1") || !strings.Contains(stdout, term.Quote(hostile)) {
 				t.Errorf("%v: want the dead letter skipped, its key quoted:\n%s", args, stdout)
 			}
 		}

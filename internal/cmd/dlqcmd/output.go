@@ -13,17 +13,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 // writeJSONLine writes v as one line of JSON, with the runes a terminal may
-// act on that encoding/json leaves raw escaped (cli.EscapeJSON).
+// act on that encoding/json leaves raw escaped (term.EscapeJSON).
 func writeJSONLine(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(cli.EscapeJSON(b), '\n'))
+	_, err = w.Write(append(term.EscapeJSON(b), '\n'))
 	return err
 }
 
@@ -35,7 +35,7 @@ const (
 )
 
 // lister prints the dead letters of dlq list as they are read, as a table
-// (format text), every string from the record through cli.Quote, or as one
+// (format text), every string from the record through term.Quote, or as one
 // JSON object a line (format json). It keeps nothing of a dead letter but
 // the text table's rows not yet written, at most one block.
 type lister struct {
@@ -67,7 +67,7 @@ func (l *lister) add(d deadLetter) error {
 		detail = string(r[:117]) + "..."
 	}
 	n, _ := fmt.Fprintf(l.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", time.UnixMilli(d.TimeMs).UTC().Format(time.RFC3339),
-		cli.Quote(d.Key), cli.Quote(d.Kind), d.Attempt, cli.Quote(d.Reason), cli.Quote(d.Source), cli.Quote(detail))
+		term.Quote(d.Key), term.Quote(d.Kind), d.Attempt, term.Quote(d.Reason), term.Quote(d.Source), term.Quote(detail))
 	l.held++
 	l.bytes += n
 	if l.held >= blockRows || l.bytes >= blockBytes {
@@ -141,7 +141,7 @@ func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, r
 					return err
 				}
 			} else {
-				fmt.Fprintf(w, "skip %s[%d]@%d key %s: %s\n", d.rec.Topic, d.Partition, d.Offset, strconv.QuoteToGraphic(d.Key), cli.Quote(err.Error()))
+				fmt.Fprintf(w, "skip %s[%d]@%d key %s: %s\n", d.rec.Topic, d.Partition, d.Offset, strconv.QuoteToGraphic(d.Key), term.Quote(err.Error()))
 			}
 			continue
 		}
@@ -169,7 +169,7 @@ func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, r
 		return nil
 	}
 	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
-		fmt.Fprintf(w, "%s %d to %s\n", verb, byTopic[t], cli.Quote(t))
+		fmt.Fprintf(w, "%s %d to %s\n", verb, byTopic[t], term.Quote(t))
 	}
 	fmt.Fprintf(w, "%s %d, skipped %d\n", verb, len(recs), skipped)
 	return nil

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/suggest"
 )
 
 const hourglassUsage = `hourglass is the Hourglass tool.
@@ -103,7 +104,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		slices.Sort(names)
 		err := fmt.Errorf("unknown command %q; commands: %s", args[0], strings.Join(names, ", "))
-		if s := cli.Suggest(args[0], names); s != "" {
+		if s := suggest.Closest(args[0], names); s != "" {
 			err = fmt.Errorf("unknown command %q; did you mean %s?", args[0], s)
 		}
 		return service.UsageError{Err: &cli.CommandLineError{Cmd: "hourglass", Err: err}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -101,12 +102,12 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func cancelledLines(id, at string, due, made, acked time.Time) []string {
 	if due.IsZero() {
 		return []string{
-			fmt.Sprintf("cancelled every deadline of %s scheduled until %s: %s, acknowledged at %s", cli.Quote(id), stamp(made), at, stamp(acked)),
-			fmt.Sprintf("a deadline due before then may have fired: see hourglass status %s", cli.Quote(id)),
+			fmt.Sprintf("cancelled every deadline of %s scheduled until %s: %s, acknowledged at %s", term.Quote(id), stamp(made), at, stamp(acked)),
+			fmt.Sprintf("a deadline due before then may have fired: see hourglass status %s", term.Quote(id)),
 		}
 	}
 	return []string{fmt.Sprintf("cancelled the deadline of %s due %s: %s, acknowledged at %s, %s",
-		cli.Quote(id), stamp(due), at, stamp(acked), relative(acked, due))}
+		term.Quote(id), stamp(due), at, stamp(acked), relative(acked, due))}
 }
 
 // relative says when acked was against due.
@@ -128,7 +129,7 @@ func relative(acked, due time.Time) string {
 // what was done.
 func lateError(lead, id string, err error) error {
 	return fmt.Errorf("%s %s, but acknowledged after the deadline was due; it may have fired: see hourglass status %s\n(%w)",
-		cli.Quote(id), lead, cli.Quote(id), err)
+		term.Quote(id), lead, term.Quote(id), err)
 }
 
 // withdrawCancellation produces the tombstone of id's cancellation to
@@ -142,7 +143,7 @@ func withdrawCancellation(ctx context.Context, cl *kgo.Client, topic, id, at str
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("withdraw the cancellation of %s: %w", id, err)
 	}
-	fmt.Fprintf(w, "withdrew the cancellation of %s: %s at %s; deadlines it dropped stay dropped\n", cli.Quote(id), at, stamp(r.Timestamp))
+	fmt.Fprintf(w, "withdrew the cancellation of %s: %s at %s; deadlines it dropped stay dropped\n", term.Quote(id), at, stamp(r.Timestamp))
 	return nil
 }
 

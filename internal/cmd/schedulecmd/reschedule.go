@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -129,7 +130,7 @@ func Reschedule(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if berr != nil {
 		return berr
 	}
-	fmt.Fprintf(stdout, "rescheduled %s in transaction %s:\n", cli.Quote(a.id), txnID)
+	fmt.Fprintf(stdout, "rescheduled %s in transaction %s:\n", term.Quote(a.id), txnID)
 	for _, l := range cancelledLines(a.id, where(cancellations, a.id, parts), a.from, clock.first(), clock.last()) {
 		fmt.Fprintln(stdout, "  "+l)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -67,6 +68,6 @@ func Schedule(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "scheduled %s in %s: due %s (%s)\n",
-		cli.Quote(task.ID), where(rec.Topic, task.ID, parts), stamp(task.Due), untilText(task.Due, time.Now()))
+		term.Quote(task.ID), where(rec.Topic, task.ID, parts), stamp(task.Due), untilText(task.Due, time.Now()))
 	return nil
 }

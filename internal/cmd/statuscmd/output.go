@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 // Status is what status found about a task: the output of --format json.
@@ -50,16 +50,16 @@ func render(w io.Writer, st *Status, format string) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(append(cli.EscapeJSON(b), '\n'))
+		_, err = w.Write(append(term.EscapeJSON(b), '\n'))
 		return err
 	}
 	return renderText(w, st)
 }
 
 // renderText writes st for a person: the deadlines, the timeline and what
-// was read. Strings from records go through cli.Quote.
+// was read. Strings from records go through term.Quote.
 func renderText(w io.Writer, st *Status) error {
-	fmt.Fprintf(w, "task %s\n", cli.Quote(st.TaskID))
+	fmt.Fprintf(w, "task %s\n", term.Quote(st.TaskID))
 	unread := unreadParts(st)
 	switch {
 	case len(st.Deadlines) == 0 && len(unread) == 0:
@@ -121,7 +121,7 @@ func label(e *Event) string {
 	case e.Type == TypeCancellation && e.Withdrawn:
 		return "withdrawal"
 	case e.Type == TypeOutcome && e.Outcome != "":
-		return "outcome " + cli.Quote(e.Outcome)
+		return "outcome " + term.Quote(e.Outcome)
 	}
 	return strings.ReplaceAll(e.Type, "_", " ")
 }
@@ -150,7 +150,7 @@ func eventDetail(e *Event) string {
 		{"detail", e.Detail}, {"error", e.Error}, {"of", e.Of}, {"invalid", e.Invalid},
 	} {
 		if f.v != "" {
-			add("%s %s", f.name, cli.Quote(f.v))
+			add("%s %s", f.name, term.Quote(f.v))
 		}
 	}
 	if e.InClickHouse {
@@ -169,7 +169,7 @@ func readText(st *Status) string {
 		case p.Missing:
 			fmt.Fprintf(tw, "  %s\tdoes not exist\n", p.Topic)
 		case p.Error != "":
-			fmt.Fprintf(tw, "  %s\tnot read: %s\n", p, cli.Quote(p.Error))
+			fmt.Fprintf(tw, "  %s\tnot read: %s\n", p, term.Quote(p.Error))
 		default:
 			note := ""
 			if !p.Complete {
@@ -180,7 +180,7 @@ func readText(st *Status) string {
 	}
 	tw.Flush()
 	if c := st.CH; c != nil && c.Error != "" {
-		fmt.Fprintf(&b, "clickhouse: %s\n", cli.Quote(c.Error))
+		fmt.Fprintf(&b, "clickhouse: %s\n", term.Quote(c.Error))
 	} else if c != nil {
 		fmt.Fprintf(&b, "clickhouse %s: %d attempts, %d of them not among the outcome events read from Kafka\n", c.Database, c.Rows, c.Only)
 	}

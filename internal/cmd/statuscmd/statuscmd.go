@@ -18,6 +18,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -290,5 +291,5 @@ func incomplete(st *Status, timeout time.Duration) error {
 	if st.CH != nil && st.CH.Error != "" {
 		why = append(why, "clickhouse: "+st.CH.Error)
 	}
-	return fmt.Errorf("status of %s is incomplete: %s", cli.Quote(st.TaskID), strings.Join(why, "; "))
+	return fmt.Errorf("status of %s is incomplete: %s", term.Quote(st.TaskID), strings.Join(why, "; "))
 }

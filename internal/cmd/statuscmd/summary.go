@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 // stamp formats unix milliseconds for output: RFC 3339 in UTC with
@@ -56,24 +56,24 @@ func summary(d *Deadline, now time.Time) string {
 	case StateForwarded:
 		fmt.Fprintf(&b, "%sforwarded to %s at %s%s; no outcome yet", attempt, d.Record, stamp(d.SinceMs), late(d.SinceMs, d.DueMs))
 	case StateRetrying:
-		fmt.Fprintf(&b, "attempt %d failed at %s and is to be retried: %s", max(d.Attempt, 1), stamp(d.SinceMs), cli.Quote(d.Error))
+		fmt.Fprintf(&b, "attempt %d failed at %s and is to be retried: %s", max(d.Attempt, 1), stamp(d.SinceMs), term.Quote(d.Error))
 	case StateClosed:
-		fmt.Fprintf(&b, "%sclosed at %s, outcome %s", attempt, stamp(d.SinceMs), cli.Quote(d.Outcome))
+		fmt.Fprintf(&b, "%sclosed at %s, outcome %s", attempt, stamp(d.SinceMs), term.Quote(d.Outcome))
 		if d.Detail != "" {
-			fmt.Fprintf(&b, " (%s)", cli.Quote(d.Detail))
+			fmt.Fprintf(&b, " (%s)", term.Quote(d.Detail))
 		}
 		fmt.Fprintf(&b, "%s (%s)", late(d.SinceMs, d.DueMs), d.Record)
 	case StateCancelled:
 		fmt.Fprintf(&b, "cancelled: the router dropped it at %s%s, never forwarded (%s)", stamp(d.SinceMs), late(d.SinceMs, d.DueMs), d.Record)
 	case StateFailed:
-		fmt.Fprintf(&b, "%sfailed for good at %s: %s; dead-lettered", attempt, stamp(d.SinceMs), cli.Quote(d.Error))
+		fmt.Fprintf(&b, "%sfailed for good at %s: %s; dead-lettered", attempt, stamp(d.SinceMs), term.Quote(d.Error))
 		if d.Reason != "" {
-			fmt.Fprintf(&b, " (%s)", cli.Quote(d.Reason))
+			fmt.Fprintf(&b, " (%s)", term.Quote(d.Reason))
 		}
 	case StateDeadLettered:
-		fmt.Fprintf(&b, "dead-lettered at %s: %s", stamp(d.SinceMs), cli.Quote(d.Reason))
+		fmt.Fprintf(&b, "dead-lettered at %s: %s", stamp(d.SinceMs), term.Quote(d.Reason))
 		if d.Detail != "" {
-			fmt.Fprintf(&b, ": %s", cli.Quote(d.Detail))
+			fmt.Fprintf(&b, ": %s", term.Quote(d.Detail))
 		}
 	default:
 		b.WriteString("no record read says where it is")

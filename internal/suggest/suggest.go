@@ -1,13 +1,13 @@
-package cli
+package suggest
 
 import "strings"
 
-// Suggest returns the candidate that name was most likely meant to be, or
+// Closest returns the candidate that name was most likely meant to be, or
 // "" if none is close: the nearest candidate within an edit distance of
 // about a third of name's length (at least 1), or else the only candidate
 // that begins with name (of at least 3 characters). Ties go to the first
-// candidate. Commands use it for "did you mean" hints.
-func Suggest(name string, candidates []string) string {
+// candidate.
+func Closest(name string, candidates []string) string {
 	best, bestDist := "", max(1, len([]rune(name))/3)+1
 	var prefixed []string
 	for _, c := range candidates {

@@ -1,4 +1,4 @@
-package cli_test
+package term_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/term"
 )
 
 func TestQuote(t *testing.T) {
@@ -38,7 +38,7 @@ func TestQuote(t *testing.T) {
 		{"literal replacement char", "a\uFFFDb", "a\uFFFDb"},
 	}
 	for _, tt := range tests {
-		if got := cli.Quote(tt.in); got != tt.want {
+		if got := term.Quote(tt.in); got != tt.want {
 			t.Errorf("%s: Quote(%q) = %s, want %s", tt.name, tt.in, got, tt.want)
 		}
 	}
@@ -64,7 +64,7 @@ func FuzzQuote(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		q := cli.Quote(s)
+		q := term.Quote(s)
 		if !inert(q) {
 			t.Fatalf("Quote(%q) = %q is not inert", s, q)
 		}
@@ -96,7 +96,7 @@ func TestEscapeJSON(t *testing.T) {
 		{"emoji stays", "\"\U0001F600\"", "\"\U0001F600\""},
 	}
 	for _, tt := range tests {
-		if got := string(cli.EscapeJSON([]byte(tt.in))); got != tt.want {
+		if got := string(term.EscapeJSON([]byte(tt.in))); got != tt.want {
 			t.Errorf("%s: EscapeJSON(%q) = %s, want %s", tt.name, tt.in, got, tt.want)
 		}
 	}
@@ -113,7 +113,7 @@ func FuzzEscapeJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := cli.EscapeJSON(b)
+		e := term.EscapeJSON(b)
 		if !inert(string(e)) {
 			t.Fatalf("EscapeJSON(%s) = %s is not inert", b, e)
 		}
