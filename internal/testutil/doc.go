@@ -6,7 +6,8 @@
 // leak check), poll (a bounded wait for a condition), headers (record
 // headers built and compared), cmdtest (a command run with bounded time
 // and captured output, and how it refuses bad configuration), hung (a
-// broker that accepts connections and never answers) and syncbuf (a buffer
-// written by one goroutine and read by the test). Only _test.go
+// broker that accepts connections and never answers), syncbuf (a buffer
+// written by one goroutine and read by the test) and fieldtest (the fields
+// named by the problems a Validate reports). Only _test.go
 // files and other test helpers import them.
 package testutil
