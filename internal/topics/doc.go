@@ -19,8 +19,9 @@
 // every config of a topic the principal may not DescribeConfigs
 // (Status.ConfigsDenied), which a service logs and starts anyway, and
 // `hourglass topics` reports as a failed check.
-// [Provision] runs Ensure on a short-lived client; [EnsureLogged] is what a
-// service runs at its start.
+// [Provision] runs Ensure on a short-lived client, [ProvisionOn] on one of
+// the caller's, and [Missing] lists the topics that do not exist; what a
+// service runs at its start is in internal/service.
 //
 // The tier table is one flag, --tiers with HOURGLASS_TIERS, registered by
 // [TiersVar] on every command that works on a pipeline's topics: router,
@@ -28,8 +29,7 @@
 // own, without an environment variable, for the pipeline they start.) The router consumes the delay
 // topics of its tiers and creates them; the canceller reschedules failed
 // closes through the delay topics of its own --tiers, so the two must agree.
-// The canceller never creates a delay topic: at its start [CheckDelay]
-// waits for the delay topics of its tiers and fails, naming --tiers, when
-// one does not appear, instead of rescheduling into a topic no router
-// reads.
+// The canceller never creates a delay topic: at its start it waits for the
+// delay topics of its tiers and fails, naming --tiers, when one does not
+// appear, instead of rescheduling into a topic no router reads.
 package topics

@@ -149,7 +149,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func provision(ctx context.Context, c *Config, opts []kgo.Opt, log *slog.Logger) error {
 	k := c.Canceller
 	specs := c.Specs(topics.Set{Targets: k.Topics, Outcomes: k.Outcomes, DeadLetter: k.DeadLetter})
-	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
+	if err := service.EnsureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
 	// Failed closes are rescheduled through the delay topics of --tiers.
@@ -157,5 +157,5 @@ func provision(ctx context.Context, c *Config, opts []kgo.Opt, log *slog.Logger)
 	// canceller creates none, and waits for those of its tiers, so that
 	// tiers differing from the router's fail here instead of sending
 	// retries to a topic no router reads.
-	return topics.CheckDelay(ctx, opts, k.Prefix, k.Tiers, log)
+	return service.CheckDelayTopics(ctx, opts, k.Prefix, k.Tiers, log)
 }

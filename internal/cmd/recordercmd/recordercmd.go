@@ -110,7 +110,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	k := c.Recorder
 	specs := topics.Specs(topics.Set{Prefix: c.Prefix, Outcomes: k.Topic}, int32(c.Partitions), int16(c.Replication))
-	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
+	if err := service.EnsureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
 	// /healthz and /metrics answer while the recorder waits for ClickHouse

@@ -82,7 +82,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r := c.Router
 	specs := topics.Specs(topics.Set{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter,
 		Outcomes: r.Outcomes, Cancellations: r.Cancellations}, int32(c.Partitions), int16(c.Replication))
-	if err := topics.EnsureLogged(ctx, opts, specs, c.CreateTopics, log); err != nil {
+	if err := service.EnsureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}
 	tel := telemetry.New()

@@ -1,0 +1,142 @@
+package service
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/hourglass/hourglass/internal/testutil/hung"
+	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
+	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
+	"github.com/hourglass/hourglass/internal/topics"
+	"github.com/hourglass/hourglass/pkg/tiers"
+)
+
+// cluster is the kfake broker the package's tests share.
+var cluster *kfake.Cluster
+
+func TestMain(m *testing.M) {
+	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c })
+}
+
+// testCtx returns a context that bounds a test's waits on a broker.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestCheckDelayTopics: the delay topics of the tiers exist, or
+// CheckDelayTopics fails naming --tiers, HOURGLASS_TIERS and the missing
+// topics.
+func TestCheckDelayTopics(t *testing.T) {
+	old := delayWait
+	delayWait = 200 * time.Millisecond
+	t.Cleanup(func() { delayWait = old })
+	ctx := testCtx(t)
+	opts := []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prefix := kfaketest.TopicName(t, "") + "."
+	have, _ := tiers.Parse("1m,5m")
+	if _, err := topics.Provision(ctx, opts, topics.Specs(topics.Set{Prefix: prefix, Tiers: have}, 1, -1), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDelayTopics(ctx, opts, prefix, have, log); err != nil {
+		t.Errorf("CheckDelayTopics(%s) = %v, want nil: every delay topic exists", have, err)
+	}
+	more, _ := tiers.Parse("1m,5m,2h")
+	err := CheckDelayTopics(ctx, opts, prefix, more, log)
+	if err == nil {
+		t.Fatalf("CheckDelayTopics(%s) = nil, want an error: %sdelay.2h is missing", more, prefix)
+	}
+	for _, want := range []string{"--tiers", "HOURGLASS_TIERS", prefix + "delay.2h"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), prefix+"delay.1m") {
+		t.Errorf("error %q names %sdelay.1m, which exists", err, prefix)
+	}
+}
+
+// TestEnsureTopicsSaysWhyItWaits: brokers that accept connections and
+// never answer hold a service's start for up to topics.ProvisionTimeout;
+// it says so in the log after a few seconds, naming the brokers, instead of
+// starting silently.
+func TestEnsureTopicsSaysWhyItWaits(t *testing.T) {
+	old := slowStart
+	slowStart = 200 * time.Millisecond
+	t.Cleanup(func() { slowStart = old })
+	addr := hung.Listen(t)
+	var logged syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
+	defer cancel()
+	// The client's own timeouts, not ctx, end its tries: shortened here.
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(time.Second), kgo.RequestTimeoutOverhead(time.Second)}
+	if err := EnsureTopics(ctx, opts, topics.Specs(topics.Set{Prefix: "x.", Tiers: tiers.DefaultTable()}, 1, -1), true, log); err == nil {
+		t.Fatal("EnsureTopics = nil against brokers that never answer")
+	}
+	if out := logged.String(); !strings.Contains(out, "no answer from the brokers") || !strings.Contains(out, addr) {
+		t.Errorf("log does not say it waits for the brokers, naming them:\n%s", out)
+	}
+}
+
+// TestEnsureTopicsConfigsDenied runs EnsureTopics as a principal that may
+// describe and create the topics but not describe their configs, as a
+// service with the ACLs of docs/security.md: the service starts, creating
+// the missing topic, and the log says which topic configs went unchecked,
+// and why.
+func TestEnsureTopicsConfigsDenied(t *testing.T) {
+	t.Parallel()
+	const prefix = "acl."
+	allow := func(op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: prefix, Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: op, Allow: true}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("SCRAM-SHA-256", "admin", "admin-secret"),
+		kfake.User("SCRAM-SHA-256", "service", "service-secret", allow(kmsg.ACLOperationDescribe), allow(kmsg.ACLOperationCreate)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	as := func(user, pass string) []kgo.Opt {
+		return []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism())}
+	}
+	ctx := testCtx(t)
+	admin, err := kgo.NewClient(as("admin", "admin-secret")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	existing, missing := prefix+"existing", prefix+"missing"
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 1, -1, nil, existing); err != nil {
+		t.Fatal(err)
+	}
+	specs := []topics.Spec{
+		{Name: existing, Partitions: 1, Replicas: -1, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}},
+		{Name: missing, Partitions: 1, Replicas: -1, Configs: map[string]string{"retention.ms": "1000"}},
+	}
+	var logged syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if err := EnsureTopics(ctx, as("service", "service-secret"), specs, true, log); err != nil {
+		t.Fatalf("EnsureTopics without DescribeConfigs: %v", err)
+	}
+	l := logged.String()
+	if !strings.Contains(l, "topic configs not checked") || !strings.Contains(l, "DescribeConfigs") || !strings.Contains(l, "topics="+existing+"\n") {
+		t.Errorf("EnsureTopics does not say which topic configs went unchecked, and why:\n%s", l)
+	}
+	if !strings.Contains(l, `msg="created topic" topic=`+missing) {
+		t.Errorf("EnsureTopics does not say it created %s:\n%s", missing, l)
+	}
+}
