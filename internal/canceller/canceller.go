@@ -2,7 +2,6 @@ package canceller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -125,8 +124,8 @@ const (
 // validated.
 func New(cfg Config, o Options) (*Canceller, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Instance == "" {
 		cfg.Instance = cfg.InstanceID

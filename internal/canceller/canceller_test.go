@@ -650,7 +650,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted a bad config")
 	}
-	for _, want := range []string{"topics", "max-poll-records", "close-timeout"} {
+	for _, want := range []string{"Topics", "MaxPollRecords", "CloseTimeout"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}

@@ -1,14 +1,14 @@
 package canceller
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/consumer"
+	"github.com/hourglass/hourglass/internal/field"
 	"github.com/hourglass/hourglass/internal/record"
-	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -125,51 +125,6 @@ type Config struct {
 	RetryBackoffMax time.Duration
 }
 
-// RegisterFlags registers every field of c as a flag on fs, each with its
-// HOURGLASS_* environment variable, and stores the defaults in c; the topic
-// names stay empty, for WithTopicDefaults to derive from the prefix. --tiers
-// needs parsing that is reported with every other problem, after fs.Parse:
-// call the returned function then; it stores the tiers in c and reports a
-// bad list, naming the flag. SessionTimeout and OutcomesKey have no flag
-// here: the command sets them from the flag every service shares and from
-// the key file.
-func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
-	env := cli.Env
-	var rawTiers string
-	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	fs.StringsVar(&c.Topics, "topics", env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
-	fs.StringVar(&c.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
-	fs.StringVar(&c.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
-	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
-	consumer.InstanceIDVar(fs, &c.InstanceID)
-	fs.StringVar(&c.DefaultKind, "default-kind", env("default-kind"), DefaultKind, "`kind` of tasks without hourglass-kind")
-	fs.DurationVar(&c.CloseTimeout, "close-timeout", env("close-timeout"), DefaultCloseTimeout, "bound on one close")
-	fs.IntVar(&c.MaxPollRecords, "max-poll-records", env("max-poll-records"), DefaultMaxPollRecords, "records taken per poll")
-	fs.DurationVar(&c.CommitInterval, "commit-interval", env("commit-interval"), DefaultCommitInterval,
-		"least time between two commits; offsets are committed as closes finish, so a crash repeats about this much")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
-	fs.StringVar(&c.Instance, "instance", env("instance"), "", "`name` of this instance in outcome events (default --instance-id, else the host name)")
-	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers (the router's): retries are rescheduled through them")
-	record.LimitsVar(fs, &c.Limits) // the router's flags and variables
-	fs.IntVar(&c.MaxInFlight, "max-in-flight", env("max-in-flight"), 0,
-		"records closing or waiting at once (closes ready together are batched; one task id never closes twice at once); 0 chooses by the closers: 1000 when every one batches (sql, kafka, log, http with batch_url), else 100")
-	fs.IntVar(&c.MaxInFlightBytes, "max-in-flight-bytes", env("max-in-flight-bytes"), DefaultMaxInFlightBytes,
-		"`bytes` of the records closing or waiting at once; no more are taken while they hold this much")
-	fs.Float64Var(&c.RateLimit, "rate-limit", env("rate-limit"), 0, "closes per second over all kinds, 0 for no limit")
-	fs.IntVar(&c.RateBurst, "rate-burst", env("rate-burst"), DefaultRateBurst, "closes allowed at once above --rate-limit")
-	fs.IntVar(&c.MaxAttempts, "max-attempts", env("max-attempts"), DefaultMaxAttempts, "close attempts before a task goes to the dead-letter topic")
-	fs.DurationVar(&c.RetryBackoff, "retry-backoff", env("retry-backoff"), DefaultRetryBackoff, "wait before the second attempt; doubles per attempt, half of it random")
-	fs.DurationVar(&c.RetryBackoffMax, "retry-backoff-max", env("retry-backoff-max"), DefaultRetryBackoffMax, "longest wait between attempts")
-	return func() []error {
-		t, err := topics.ParseTiers(rawTiers)
-		c.Tiers = t
-		if err != nil {
-			return []error{err}
-		}
-		return nil
-	}
-}
-
 // WithTopicDefaults returns c with the topic names it leaves empty derived
 // from Prefix: Topics, Outcomes and DeadLetter. Every other field is left
 // as it is.
@@ -235,86 +190,103 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c, naming fields by their flags. It
-// does not apply defaults: a zero field that has a default is reported, so
-// call it after WithDefaults unless zero values came from the user.
-func (c Config) Validate() []error {
-	var p cli.Problems
-	c.checkTopics(&p)
-	p = append(p, consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()...)
-	c.checkTimes(&p)
+// Validate reports every problem with c, each a *field.Error naming the
+// field (Limits.KeyBytes for the fields of Limits). It does not apply
+// defaults: a zero field that has a default is reported, so call it after
+// WithDefaults unless zero values came from the user.
+func (c Config) Validate() error {
+	errs := c.checkTopics()
+	group := consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()
+	errs = append(errs, field.Rename(group, groupField))
+	errs = append(errs, c.checkTimes()...)
+	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	if c.DefaultKind == "" {
-		p.Add("default-kind", "must not be empty")
+		bad("DefaultKind", "must not be empty")
 	}
 	if c.MaxPollRecords < 1 {
-		p.Add("max-poll-records", "%d: must be at least 1", c.MaxPollRecords)
+		bad("MaxPollRecords", "%d: must be at least 1", c.MaxPollRecords)
 	}
 	if c.MaxInFlight < 0 {
-		p.Add("max-in-flight", "%d: must be at least 1 (0: by the closers)", c.MaxInFlight)
+		bad("MaxInFlight", "%d: must be at least 1 (0: by the closers)", c.MaxInFlight)
 	}
 	if c.MaxInFlightBytes < 1<<10 {
-		p.Add("max-in-flight-bytes", "%d: must be at least 1024", c.MaxInFlightBytes)
+		bad("MaxInFlightBytes", "%d: must be at least 1024", c.MaxInFlightBytes)
 	}
 	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
-		p.Add("rate-limit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
+		bad("RateLimit", "%v: must be a number of closes per second, 0 for no limit", c.RateLimit)
 	}
 	if c.RateBurst < 1 {
-		p.Add("rate-burst", "%d: must be at least 1", c.RateBurst)
+		bad("RateBurst", "%d: must be at least 1", c.RateBurst)
 	}
 	if c.MaxAttempts < 1 {
-		p.Add("max-attempts", "%d: must be at least 1", c.MaxAttempts)
+		bad("MaxAttempts", "%d: must be at least 1", c.MaxAttempts)
 	}
-	record.CheckLimits(&p, c.Limits)
-	return p
+	errs = append(errs, field.In("Limits", record.CheckLimits(c.Limits)))
+	return errors.Join(errs...)
+}
+
+// groupField names a field of consumer.Group as the field of Config that
+// sets it.
+func groupField(f string) string {
+	if f == "Name" {
+		return "Group"
+	}
+	return f
 }
 
 // checkTopics checks the tiers and the topic names.
-func (c Config) checkTopics(p *cli.Problems) {
+func (c Config) checkTopics() []error {
+	var errs []error
+	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	if c.Prefix == "" {
-		p.Add("topic-prefix", "must not be empty")
+		bad("Prefix", "must not be empty")
 	}
 	if c.Tiers.Len() == 0 {
-		p.Add("tiers", "no tiers")
+		bad("Tiers", "no tiers")
 	}
 	if len(c.Topics) == 0 {
-		p.Add("topics", "no topics")
+		bad("Topics", "no topics")
 	}
 	for _, t := range c.Topics {
 		if err := tiers.ValidTopic(t); err != nil {
-			p.Add("topics", "%v", err)
+			bad("Topics", "%v", err)
 		}
 		if t == c.Outcomes || t == c.DeadLetter {
-			p.Add("topics", "%s is also the outcomes or dead-letter topic", t)
+			bad("Topics", "%s is also the outcomes or dead-letter topic", t)
 		}
 		if c.Prefix != "" && strings.HasPrefix(t, record.DelayTopicPrefix(c.Prefix)) {
-			p.Add("topics", "%s is a delay topic: a retry would loop", t)
+			bad("Topics", "%s is a delay topic: a retry would loop", t)
 		}
 	}
 	if err := tiers.ValidTopic(c.Outcomes); err != nil {
-		p.Add("outcomes-topic", "%v", err)
+		bad("Outcomes", "%v", err)
 	}
 	if err := tiers.ValidTopic(c.DeadLetter); err != nil {
-		p.Add("dlq-topic", "%v", err)
+		bad("DeadLetter", "%v", err)
 	}
+	return errs
 }
 
 // checkTimes checks the timeouts and the retry backoff.
-func (c Config) checkTimes(p *cli.Problems) {
+func (c Config) checkTimes() []error {
+	var errs []error
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
+		field string
+		v     time.Duration
 	}{
-		{"close-timeout", c.CloseTimeout}, {"commit-interval", c.CommitInterval}, {"shutdown-timeout", c.ShutdownTimeout},
-		{"retry-backoff", c.RetryBackoff}, {"retry-backoff-max", c.RetryBackoffMax},
+		{"CloseTimeout", c.CloseTimeout}, {"CommitInterval", c.CommitInterval}, {"ShutdownTimeout", c.ShutdownTimeout},
+		{"RetryBackoff", c.RetryBackoff}, {"RetryBackoffMax", c.RetryBackoffMax},
 	} {
 		if d.v <= 0 {
-			p.Add(d.flag, "%v: must be positive", d.v)
+			errs = append(errs, field.Errorf(d.field, "%v: must be positive", d.v))
 		}
 	}
 	if c.ShutdownTimeout > 0 && c.ShutdownTimeout < c.CloseTimeout {
-		p.Add("shutdown-timeout", "%v is less than --close-timeout %v: a stop would cut off a running close", c.ShutdownTimeout, c.CloseTimeout)
+		errs = append(errs, field.Errorf("ShutdownTimeout", "%v is less than %s %v: a stop would cut off a running close",
+			c.ShutdownTimeout, field.Ref("CloseTimeout"), c.CloseTimeout))
 	}
 	if c.RetryBackoff > 0 && c.RetryBackoffMax > 0 && c.RetryBackoffMax < c.RetryBackoff {
-		p.Add("retry-backoff-max", "%v is less than --retry-backoff %v", c.RetryBackoffMax, c.RetryBackoff)
+		errs = append(errs, field.Errorf("RetryBackoffMax", "%v is less than %s %v", c.RetryBackoffMax, field.Ref("RetryBackoff"), c.RetryBackoff))
 	}
+	return errs
 }

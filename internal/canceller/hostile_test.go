@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -266,23 +265,13 @@ func TestResetToEarlierOffset(t *testing.T) {
 	}
 }
 
-// TestLimitsAsTheRouters: with the router's limits raised (--max-headers,
-// --max-value-bytes, ... or the HOURGLASS_* variables, which both services
-// read), a record within them is closed. The router forwards such a record;
-// the canceller checked it against the default limits and dead-lettered it
-// (headers_too_large, value_too_large) without closing it.
+// TestLimitsAsTheRouters: with the router's limits raised (the services
+// take them from the same flags and variables), a record within them is
+// closed. The router forwards such a record; the canceller checked it
+// against the default limits and dead-lettered it (headers_too_large,
+// value_too_large) without closing it.
 func TestLimitsAsTheRouters(t *testing.T) {
-	t.Setenv("HOURGLASS_MAX_HEADERS", "128")
-	t.Setenv("HOURGLASS_MAX_VALUE_BYTES", "920000")
-	var cfg Config
-	fs := cli.NewFlagSet("canceller", "usage: canceller [flags]")
-	parsed := cfg.RegisterFlags(fs)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
-	if errs := parsed(); len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	cfg := Config{Limits: tiers.Limits{Headers: 128, ValueBytes: 920000}}
 	var m closer.Memory
 	m.CloseUnknown = true
 	b := setup(t, cfg, &m)

@@ -39,8 +39,8 @@ func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
 // does not know it, Open connects without one.
 func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	s := &Store{cfg: cfg, db: "`" + cfg.Database + "`", clock: clock.Real{}}
 	for _, o := range opts {

@@ -2,7 +2,6 @@ package chstore_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,11 +11,11 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/fieldtest"
 )
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
@@ -27,33 +26,25 @@ func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  chstore.Config
-		want []string // flags named, in order
+		want []string // fields named, in order
 	}{
 		{"defaults", chstore.Config{}, nil},
-		{"addr without port", chstore.Config{Addr: "localhost"}, []string{chstore.FlagAddr}},
-		{"addr bad port", chstore.Config{Addr: "localhost:0"}, []string{chstore.FlagAddr}},
-		{"database not an identifier", chstore.Config{Database: "hour glass"}, []string{chstore.FlagDatabase}},
-		{"database with a backquote", chstore.Config{Database: "a`b"}, []string{chstore.FlagDatabase}},
-		{"password env unset", chstore.Config{Password: credential.Secret{Env: "HOURGLASS_TEST_NO_SUCH_VAR"}}, []string{chstore.FlagPassword}},
-		{"password file empty", chstore.Config{Password: credential.Secret{File: empty}}, []string{chstore.FlagPasswordFile}},
-		{"cert without key", chstore.Config{TLS: credential.TLS{CertFile: "c.pem"}}, []string{chstore.FlagTLSCertFile}},
-		{"ca file missing", chstore.Config{TLS: credential.TLS{CAFile: "/nonexistent/ca.pem"}}, []string{chstore.FlagTLSCAFile}},
-		{"negative dial timeout", chstore.Config{DialTimeout: -time.Second}, []string{chstore.FlagDialTimeout}},
-		{"everything", chstore.Config{Addr: "x", Database: "1", DialTimeout: -1}, []string{chstore.FlagAddr, chstore.FlagDatabase, chstore.FlagDialTimeout}},
+		{"addr without port", chstore.Config{Addr: "localhost"}, []string{"Addr"}},
+		{"addr bad port", chstore.Config{Addr: "localhost:0"}, []string{"Addr"}},
+		{"database not an identifier", chstore.Config{Database: "hour glass"}, []string{"Database"}},
+		{"database with a backquote", chstore.Config{Database: "a`b"}, []string{"Database"}},
+		{"password env unset", chstore.Config{Password: credential.Secret{Env: "HOURGLASS_TEST_NO_SUCH_VAR"}}, []string{"Password"}},
+		{"password file empty", chstore.Config{Password: credential.Secret{File: empty}}, []string{"Password.File"}},
+		{"cert without key", chstore.Config{TLS: credential.TLS{CertFile: "c.pem"}}, []string{"TLS.CertFile"}},
+		{"ca file missing", chstore.Config{TLS: credential.TLS{CAFile: "/nonexistent/ca.pem"}}, []string{"TLS.CAFile"}},
+		{"negative dial timeout", chstore.Config{DialTimeout: -time.Second}, []string{"DialTimeout"}},
+		{"everything", chstore.Config{Addr: "x", Database: "1", DialTimeout: -1}, []string{"Addr", "Database", "DialTimeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := tt.cfg.WithDefaults().Validate()
-			var got []string
-			for _, err := range errs {
-				var fe *cli.FlagError
-				if !errors.As(err, &fe) {
-					t.Fatalf("error %v is not a *cli.FlagError", err)
-				}
-				got = append(got, fe.Flag)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("flags %v, want %v (errors %v)", got, tt.want, errs)
+			err := tt.cfg.WithDefaults().Validate()
+			if got := fieldtest.Fields(err); !slices.Equal(got, tt.want) {
+				t.Errorf("fields %v, want %v (errors %v)", got, tt.want, err)
 			}
 		})
 	}

@@ -32,6 +32,6 @@
 // committed, manual commits, rebalances only between polls, the session
 // timeout with heartbeats well within it, fast metadata refreshes, the
 // instance id of a static member, the decompression cap) and LeaveGroup the
-// explicit leave of a static member; InstanceIDVar registers the
-// --instance-id flag the services share.
+// explicit leave of a static member; Group.Check reports the problems of
+// its name, instance id and session timeout.
 package consumer

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/field"
 	"github.com/hourglass/hourglass/internal/kafka"
 )
 
@@ -197,32 +198,20 @@ func LeaveGroup(ctx context.Context, conn []kgo.Opt, group, instanceID string) e
 	return nil
 }
 
-// FlagInstanceID is the flag of the static group membership id, registered
-// by InstanceIDVar.
-const FlagInstanceID = "instance-id"
-
-// InstanceIDVar registers --instance-id (HOURGLASS_INSTANCE_ID) on fs: the
-// static group membership of a consumer (kgo.InstanceID). Default "", a
-// dynamic member.
-func InstanceIDVar(fs *cli.FlagSet, p *string) {
-	fs.StringVar(p, FlagInstanceID, cli.Env(FlagInstanceID), "",
-		"static group membership `id`, unique per running instance (e.g. the pod name): a restarted instance takes its partitions back at once instead of after --session-timeout")
-}
-
-// Check reports the problems of g's name, instance id and session timeout,
-// each naming its flag (--group, --instance-id, --session-timeout). Like the
-// services' Validate it applies no default: a zero SessionTimeout is
-// reported.
-func (g Group) Check() []error {
+// Check reports the problems of g's Name, InstanceID and SessionTimeout,
+// each a *field.Error naming the field; the services check their own
+// topics. Like the services' Validate it applies no default: a zero
+// SessionTimeout is reported.
+func (g Group) Check() error {
 	var errs []error
 	if g.Name == "" {
-		errs = append(errs, cli.Errorf("group", "must not be empty"))
+		errs = append(errs, field.Errorf("Name", "must not be empty"))
 	}
 	if len(g.InstanceID) > 249 || strings.ContainsFunc(g.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		errs = append(errs, cli.Errorf(FlagInstanceID, "%q: want at most 249 printable ASCII characters without spaces", g.InstanceID))
+		errs = append(errs, field.Errorf("InstanceID", "%q: want at most 249 printable ASCII characters without spaces", g.InstanceID))
 	}
 	if g.SessionTimeout < time.Second || g.SessionTimeout > 30*time.Minute {
-		errs = append(errs, cli.Errorf("session-timeout", "%v: want 1s to 30m", g.SessionTimeout))
+		errs = append(errs, field.Errorf("SessionTimeout", "%v: want 1s to 30m", g.SessionTimeout))
 	}
-	return errs
+	return errors.Join(errs...)
 }

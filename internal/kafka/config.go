@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,119 +14,61 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/credential"
+	"github.com/hourglass/hourglass/internal/field"
 )
 
-// DefaultBrokers is the default of --brokers: a broker on this machine, such
-// as a local kfake.
+// DefaultBrokers is the commands' default seed broker: a broker on this
+// machine, such as a local kfake.
 const DefaultBrokers = "127.0.0.1:9092"
 
-// SASL mechanisms accepted by --sasl-mechanism, case-insensitively.
+// SASL mechanisms of Config.SASLMechanism, case-insensitively.
 const (
 	SASLPlain       = "plain"         // SASLPlain is SASL/PLAIN; use it only over TLS.
 	SASLScramSHA256 = "scram-sha-256" // SASLScramSHA256 is SASL/SCRAM-SHA-256.
 	SASLScramSHA512 = "scram-sha-512" // SASLScramSHA512 is SASL/SCRAM-SHA-512.
 )
 
-// Flag names registered by RegisterFlags. Each has the environment fallback
-// HOURGLASS_ followed by the name upper-cased with - as _, e.g.
-// HOURGLASS_TLS_CA_FILE.
-const (
-	FlagBrokers               = "brokers"
-	FlagClientID              = "client-id"
-	FlagTLS                   = "tls"
-	FlagTLSCAFile             = "tls-ca-file"
-	FlagTLSCertFile           = "tls-cert-file"
-	FlagTLSKeyFile            = "tls-key-file"
-	FlagTLSServerName         = "tls-server-name"
-	FlagTLSInsecureSkipVerify = "tls-insecure-skip-verify"
-	FlagSASLMechanism         = "sasl-mechanism"
-	FlagSASLUser              = "sasl-user"
-	FlagSASLPassword          = "sasl-password"
-	FlagSASLPasswordFile      = "sasl-password-file"
-)
-
 // Config is the connection configuration shared by every Hourglass command.
 //
-// The zero value connects to no broker; RegisterFlags sets the defaults. A
-// Config with only Brokers set connects in plaintext without SASL.
+// The zero value connects to no broker. A Config with only Brokers set
+// connects in plaintext without SASL.
 type Config struct {
-	// Brokers are the seed brokers, host:port. --brokers,
-	// HOURGLASS_BROKERS; default DefaultBrokers (127.0.0.1:9092).
+	// Brokers are the seed brokers, host:port; at least one. The commands'
+	// default is DefaultBrokers.
 	Brokers []string
-	// ClientID is the Kafka client ID, seen in broker logs and quotas.
-	// --client-id, HOURGLASS_CLIENT_ID; the default is set by the caller
-	// of RegisterFlags. Empty leaves kgo's default (kgo).
+	// ClientID is the Kafka client ID, seen in broker logs and quotas;
+	// default "", kgo's own.
 	ClientID string
 
-	// TLS enables TLS. It is implied by any other TLS field. --tls,
-	// HOURGLASS_TLS; default false.
+	// TLS enables TLS. It is implied by any other TLS field. Default false.
 	TLS bool
 	// TLSCAFile is a PEM file of CA certificates to trust instead of the
-	// system pool. --tls-ca-file, HOURGLASS_TLS_CA_FILE; default "" (the
-	// system pool).
+	// system pool; default "", the system pool.
 	TLSCAFile string
 	// TLSCertFile is a PEM client certificate for mutual TLS; it needs
-	// TLSKeyFile. --tls-cert-file, HOURGLASS_TLS_CERT_FILE; default "".
+	// TLSKeyFile. Default "".
 	TLSCertFile string
-	// TLSKeyFile is the PEM private key of TLSCertFile. --tls-key-file,
-	// HOURGLASS_TLS_KEY_FILE; default "".
+	// TLSKeyFile is the PEM private key of TLSCertFile; default "".
 	TLSKeyFile string
 	// TLSServerName overrides the name the broker certificate is checked
-	// against. --tls-server-name, HOURGLASS_TLS_SERVER_NAME; default "" (the
-	// host of each broker dialed).
+	// against; default "", the host of each broker dialed.
 	TLSServerName string
 	// TLSInsecureSkipVerify disables broker certificate verification; for
-	// tests only. --tls-insecure-skip-verify,
-	// HOURGLASS_TLS_INSECURE_SKIP_VERIFY; default false.
+	// tests only. Default false.
 	TLSInsecureSkipVerify bool
 
 	// SASLMechanism is "" (no SASL), plain, scram-sha-256 or scram-sha-512,
-	// case-insensitive. --sasl-mechanism, HOURGLASS_SASL_MECHANISM; default "".
+	// case-insensitive; default "".
 	SASLMechanism string
-	// SASLUser is the SASL user name. --sasl-user, HOURGLASS_SASL_USER;
-	// default "".
+	// SASLUser is the SASL user name; default "".
 	SASLUser string
-	// SASLPassword is the SASL password. --sasl-password,
-	// HOURGLASS_SASL_PASSWORD; default "". Prefer the environment or
-	// SASLPasswordFile: a flag shows in the process list.
+	// SASLPassword is the SASL password; default "". Give it or
+	// SASLPasswordFile, not both.
 	SASLPassword string
 	// SASLPasswordFile is a file holding the SASL password, such as a
-	// mounted Kubernetes secret; a trailing newline is trimmed.
-	// --sasl-password-file, HOURGLASS_SASL_PASSWORD_FILE; default "".
+	// mounted Kubernetes secret; a trailing newline is trimmed. Default "".
 	SASLPasswordFile string
-}
-
-// RegisterFlags registers every field of c as a flag on fs with its
-// HOURGLASS_* environment fallback, storing defaults into c. clientID is the
-// default of --client-id, typically the command name.
-func (c *Config) RegisterFlags(fs *cli.FlagSet, clientID string) {
-	env := cli.Env
-	fs.StringsVar(&c.Brokers, FlagBrokers, env(FlagBrokers), []string{DefaultBrokers},
-		"Kafka seed brokers, comma-separated `host:port,...`")
-	fs.StringVar(&c.ClientID, FlagClientID, env(FlagClientID), clientID,
-		"Kafka client ID, seen in broker logs and quotas")
-	fs.BoolVar(&c.TLS, FlagTLS, env(FlagTLS), false,
-		"connect to the brokers with TLS (implied by any other --tls-* flag)")
-	fs.StringVar(&c.TLSCAFile, FlagTLSCAFile, env(FlagTLSCAFile), "",
-		"PEM `file` of CA certificates to trust instead of the system pool")
-	fs.StringVar(&c.TLSCertFile, FlagTLSCertFile, env(FlagTLSCertFile), "",
-		"PEM client certificate `file` for mutual TLS (needs --tls-key-file)")
-	fs.StringVar(&c.TLSKeyFile, FlagTLSKeyFile, env(FlagTLSKeyFile), "",
-		"PEM private key `file` of --tls-cert-file")
-	fs.StringVar(&c.TLSServerName, FlagTLSServerName, env(FlagTLSServerName), "",
-		"`name` to verify the broker certificates against (default: the host dialed)")
-	fs.BoolVar(&c.TLSInsecureSkipVerify, FlagTLSInsecureSkipVerify, env(FlagTLSInsecureSkipVerify), false,
-		"do not verify broker certificates (tests only)")
-	fs.StringVar(&c.SASLMechanism, FlagSASLMechanism, env(FlagSASLMechanism), "",
-		"SASL `mechanism`: plain, scram-sha-256 or scram-sha-512 (default: no SASL)")
-	fs.StringVar(&c.SASLUser, FlagSASLUser, env(FlagSASLUser), "",
-		"SASL `user`")
-	fs.StringVar(&c.SASLPassword, FlagSASLPassword, env(FlagSASLPassword), "",
-		"SASL `password`; prefer the environment variable or --sasl-password-file")
-	fs.StringVar(&c.SASLPasswordFile, FlagSASLPasswordFile, env(FlagSASLPasswordFile), "",
-		"`file` holding the SASL password, e.g. a mounted secret; a trailing newline is trimmed")
 }
 
 // TLSEnabled reports whether c connects with TLS: TLS is set, or any other
@@ -137,106 +78,100 @@ func (c *Config) TLSEnabled() bool {
 		c.TLSServerName != "" || c.TLSInsecureSkipVerify
 }
 
-// Validate returns every problem with c, each naming the flag and its
-// environment variable through fs.Name (fs may be nil, which names the flag
-// only): no brokers, a broker that is not host:port, an unknown SASL
+// Validate reports every problem with c, each a *field.Error naming the
+// field: no brokers, a broker that is not host:port, an unknown SASL
 // mechanism, SASL without a user or password, SASL credentials without a
 // mechanism, both a password and a password file, a certificate without a
 // key or a key without a certificate, and files that cannot be read or
 // parsed. It returns nil if c is valid.
-func (c *Config) Validate(fs *cli.FlagSet) []error {
-	name := func(flag string) string {
-		if fs == nil {
-			return "--" + flag
-		}
-		return fs.Name(flag)
-	}
+func (c *Config) Validate() error {
 	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name(flag), fmt.Sprintf(format, args...)))
-	}
-
 	if len(c.Brokers) == 0 {
-		bad(FlagBrokers, "no brokers given")
+		errs = append(errs, field.Errorf("Brokers", "no brokers given"))
 	}
 	for _, b := range c.Brokers {
 		if err := checkHostPort(b); err != nil {
-			bad(FlagBrokers, "broker %q is not host:port: %v", b, err)
+			errs = append(errs, field.Errorf("Brokers", "broker %q is not host:port: %v", b, err))
 		}
 	}
-
-	c.checkTLS(name, bad)
-	c.checkSASL(name, bad)
-	return errs
+	errs = append(errs, c.checkTLS()...)
+	errs = append(errs, c.checkSASL()...)
+	return errors.Join(errs...)
 }
 
 // checkTLS checks that the TLS files are given in pairs and load.
-func (c *Config) checkTLS(name func(string) string, bad func(flag, format string, args ...any)) {
+func (c *Config) checkTLS() []error {
+	var errs []error
+	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	if c.TLSCertFile != "" && c.TLSKeyFile == "" {
-		bad(FlagTLSCertFile, "set without %s", name(FlagTLSKeyFile))
+		bad("TLSCertFile", "set without %s", field.Ref("TLSKeyFile"))
 	}
 	if c.TLSKeyFile != "" && c.TLSCertFile == "" {
-		bad(FlagTLSKeyFile, "set without %s", name(FlagTLSCertFile))
+		bad("TLSKeyFile", "set without %s", field.Ref("TLSCertFile"))
 	}
 	if c.TLSCAFile != "" {
 		if _, err := credential.LoadCAPool(c.TLSCAFile); err != nil {
-			bad(FlagTLSCAFile, "%v", err)
+			bad("TLSCAFile", "%v", err)
 		}
 	}
 	certErr, keyErr := readable(c.TLSCertFile), readable(c.TLSKeyFile)
 	if certErr != nil {
-		bad(FlagTLSCertFile, "%v", certErr)
+		bad("TLSCertFile", "%v", certErr)
 	}
 	if keyErr != nil {
-		bad(FlagTLSKeyFile, "%v", keyErr)
+		bad("TLSKeyFile", "%v", keyErr)
 	}
 	if c.TLSCertFile != "" && c.TLSKeyFile != "" && certErr == nil && keyErr == nil {
 		if _, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile); err != nil {
-			bad(FlagTLSCertFile, "with %s: %v", name(FlagTLSKeyFile), err)
+			bad("TLSCertFile", "with %s: %v", field.Ref("TLSKeyFile"), err)
 		}
 	}
+	return errs
 }
 
 // checkSASL checks the mechanism and its credentials.
-func (c *Config) checkSASL(name func(string) string, bad func(flag, format string, args ...any)) {
+func (c *Config) checkSASL() []error {
+	var errs []error
+	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	mech := strings.ToLower(c.SASLMechanism)
 	switch mech {
 	case "":
-		for _, f := range []struct{ flag, v string }{
-			{FlagSASLUser, c.SASLUser}, {FlagSASLPassword, c.SASLPassword}, {FlagSASLPasswordFile, c.SASLPasswordFile},
+		for _, f := range []struct{ field, v string }{
+			{"SASLUser", c.SASLUser}, {"SASLPassword", c.SASLPassword}, {"SASLPasswordFile", c.SASLPasswordFile},
 		} {
 			if f.v != "" {
-				bad(f.flag, "set, but %s is empty", name(FlagSASLMechanism))
+				bad(f.field, "set, but %s is empty", field.Ref("SASLMechanism"))
 			}
 		}
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 		if c.SASLUser == "" {
-			bad(FlagSASLUser, "required with %s %s", name(FlagSASLMechanism), mech)
+			bad("SASLUser", "required with %s %s", field.Ref("SASLMechanism"), mech)
 		}
 		if c.SASLPassword == "" && c.SASLPasswordFile == "" {
-			bad(FlagSASLPassword, "required with %s %s (or set %s)", name(FlagSASLMechanism), mech, name(FlagSASLPasswordFile))
+			bad("SASLPassword", "required with %s %s (or set %s)", field.Ref("SASLMechanism"), mech, field.Ref("SASLPasswordFile"))
 		}
 	default:
-		bad(FlagSASLMechanism, "unknown mechanism %q: want %s, %s or %s", c.SASLMechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
+		bad("SASLMechanism", "unknown mechanism %q: want %s, %s or %s", c.SASLMechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
 	}
 	if c.SASLPassword != "" && c.SASLPasswordFile != "" {
-		bad(FlagSASLPassword, "set together with %s: give one", name(FlagSASLPasswordFile))
+		bad("SASLPassword", "set together with %s: give one", field.Ref("SASLPasswordFile"))
 	}
 	if c.SASLPasswordFile != "" {
 		if _, err := readPasswordFile(c.SASLPasswordFile); err != nil {
-			bad(FlagSASLPasswordFile, "%v", err)
+			bad("SASLPasswordFile", "%v", err)
 		}
 	}
+	return errs
 }
 
 // Opts returns the kgo options that connect as c describes: kgo.SeedBrokers,
 // kgo.ClientID (when set), kgo.DialTLSConfig when TLS is enabled (TLS 1.2 or
 // newer, the CA pool of TLSCAFile or else the system pool, the client
 // certificate) and kgo.SASL when a mechanism is set. It reads the files
-// named by c, and returns Validate's problems, joined, if c is invalid.
+// named by c, and returns Validate's problems if c is invalid.
 func (c *Config) Opts() ([]kgo.Opt, error) {
-	if errs := c.Validate(nil); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}
 	if c.ClientID != "" {
@@ -254,7 +189,7 @@ func (c *Config) Opts() ([]kgo.Opt, error) {
 		if c.SASLPasswordFile != "" {
 			p, err := readPasswordFile(c.SASLPasswordFile)
 			if err != nil {
-				return nil, fmt.Errorf("--%s: %w", FlagSASLPasswordFile, err)
+				return nil, field.Errorf("SASLPasswordFile", "%v", err)
 			}
 			pass = p
 		}
@@ -282,18 +217,8 @@ func TimeoutOpts(timeout time.Duration) []kgo.Opt {
 	return []kgo.Opt{kgo.DialTimeout(bound), kgo.RequestTimeoutOverhead(bound)}
 }
 
-// NoAnswer says that the brokers of c did not answer within a command's
-// --timeout, when err is that (ctx ended, or a read or dial timed out);
-// else it returns err.
-func (c *Config) NoAnswer(ctx context.Context, err error, timeout time.Duration) error {
-	if ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("no answer from --%s %s within --timeout %v: %w", FlagBrokers, strings.Join(c.Brokers, ","), timeout, err)
-}
-
 // tlsConfig builds the TLS settings; Opts has validated the files. An empty
-// --tls-server-name leaves kgo.DialTLSConfig to use each broker's host.
+// TLSServerName leaves kgo.DialTLSConfig to use each broker's host.
 func (c *Config) tlsConfig() (*tls.Config, error) {
 	return credential.TLS{
 		CAFile: c.TLSCAFile, CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile,

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,15 +13,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/hourglass/hourglass/internal/cli"
 )
 
 // pki is a throwaway CA with a server and a client certificate, as PEM files.
@@ -137,52 +133,48 @@ func TestValidate(t *testing.T) {
 	}{
 		{"default is valid", func(*Config) {}, nil},
 		{"several brokers, names and IPv6", func(c *Config) { c.Brokers = []string{"kafka-0.kafka:9092", "[::1]:9093", "10.0.0.1:19092"} }, nil},
-		{"no brokers", func(c *Config) { c.Brokers = nil }, []string{"--brokers (HOURGLASS_BROKERS): no brokers given"}},
-		{"broker without port", func(c *Config) { c.Brokers = []string{"kafka", "ok:1"} }, []string{`--brokers (HOURGLASS_BROKERS): broker "kafka" is not host:port`}},
+		{"no brokers", func(c *Config) { c.Brokers = nil }, []string{"Brokers: no brokers given"}},
+		{"broker without port", func(c *Config) { c.Brokers = []string{"kafka", "ok:1"} }, []string{`Brokers: broker "kafka" is not host:port`}},
 		{"broker without host", func(c *Config) { c.Brokers = []string{":9092"} }, []string{`broker ":9092" is not host:port: empty host`}},
 		{"broker bad port", func(c *Config) { c.Brokers = []string{"k:http", "k:0", "k:70000"} }, []string{`"k:http"`, `"k:0"`, `"k:70000"`}},
 		{"tls with CA and client cert", func(c *Config) {
 			c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile, c.TLSServerName = p.caFile, p.clientCertFile, p.clientKeyFile, "kafka"
 		}, nil},
-		{"cert without key", func(c *Config) { c.TLSCertFile = p.clientCertFile }, []string{"--tls-cert-file (HOURGLASS_TLS_CERT_FILE): set without --tls-key-file (HOURGLASS_TLS_KEY_FILE)"}},
-		{"key without cert", func(c *Config) { c.TLSKeyFile = p.clientKeyFile }, []string{"--tls-key-file (HOURGLASS_TLS_KEY_FILE): set without --tls-cert-file"}},
-		{"unreadable CA", func(c *Config) { c.TLSCAFile = p.missingFile }, []string{"--tls-ca-file (HOURGLASS_TLS_CA_FILE): open " + p.missingFile}},
-		{"CA file without a certificate", func(c *Config) { c.TLSCAFile = p.notCertFile }, []string{"--tls-ca-file (HOURGLASS_TLS_CA_FILE): " + p.notCertFile + ": no PEM certificate found"}},
-		{"unreadable cert and key", func(c *Config) { c.TLSCertFile, c.TLSKeyFile = p.missingFile, p.dir+"/nope" }, []string{"--tls-cert-file (HOURGLASS_TLS_CERT_FILE): open", "--tls-key-file (HOURGLASS_TLS_KEY_FILE): open"}},
-		{"key does not match cert", func(c *Config) { c.TLSCertFile, c.TLSKeyFile = p.clientCertFile, p.mismatchedKeyFile }, []string{"--tls-cert-file (HOURGLASS_TLS_CERT_FILE): with --tls-key-file (HOURGLASS_TLS_KEY_FILE): tls: private key does not match public key"}},
+		{"cert without key", func(c *Config) { c.TLSCertFile = p.clientCertFile }, []string{"TLSCertFile: set without TLSKeyFile"}},
+		{"key without cert", func(c *Config) { c.TLSKeyFile = p.clientKeyFile }, []string{"TLSKeyFile: set without TLSCertFile"}},
+		{"unreadable CA", func(c *Config) { c.TLSCAFile = p.missingFile }, []string{"TLSCAFile: open " + p.missingFile}},
+		{"CA file without a certificate", func(c *Config) { c.TLSCAFile = p.notCertFile }, []string{"TLSCAFile: " + p.notCertFile + ": no PEM certificate found"}},
+		{"unreadable cert and key", func(c *Config) { c.TLSCertFile, c.TLSKeyFile = p.missingFile, p.dir+"/nope" }, []string{"TLSCertFile: open", "TLSKeyFile: open"}},
+		{"key does not match cert", func(c *Config) { c.TLSCertFile, c.TLSKeyFile = p.clientCertFile, p.mismatchedKeyFile }, []string{"TLSCertFile: with TLSKeyFile: tls: private key does not match public key"}},
 		{"sasl scram with password", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "scram-sha-512", "u", "p" }, nil},
 		{"sasl mechanism case-insensitive, password file", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPasswordFile = "PLAIN", "u", p.passwordFile }, nil},
-		{"unknown mechanism", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "gssapi", "u", "p" }, []string{`--sasl-mechanism (HOURGLASS_SASL_MECHANISM): unknown mechanism "gssapi": want plain, scram-sha-256 or scram-sha-512`}},
+		{"unknown mechanism", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "gssapi", "u", "p" }, []string{`SASLMechanism: unknown mechanism "gssapi": want plain, scram-sha-256 or scram-sha-512`}},
 		{"sasl without user or password", func(c *Config) { c.SASLMechanism = "scram-sha-256" }, []string{
-			"--sasl-user (HOURGLASS_SASL_USER): required with --sasl-mechanism (HOURGLASS_SASL_MECHANISM) scram-sha-256",
-			"--sasl-password (HOURGLASS_SASL_PASSWORD): required with --sasl-mechanism (HOURGLASS_SASL_MECHANISM) scram-sha-256 (or set --sasl-password-file (HOURGLASS_SASL_PASSWORD_FILE))",
+			"SASLUser: required with SASLMechanism scram-sha-256",
+			"SASLPassword: required with SASLMechanism scram-sha-256 (or set SASLPasswordFile)",
 		}},
 		{"password and password file", func(c *Config) {
 			c.SASLMechanism, c.SASLUser, c.SASLPassword, c.SASLPasswordFile = "plain", "u", "p", p.passwordFile
-		}, []string{"--sasl-password (HOURGLASS_SASL_PASSWORD): set together with --sasl-password-file (HOURGLASS_SASL_PASSWORD_FILE): give one"}},
-		{"unreadable password file", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPasswordFile = "plain", "u", p.missingFile }, []string{"--sasl-password-file (HOURGLASS_SASL_PASSWORD_FILE): open"}},
-		{"empty password file", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPasswordFile = "plain", "u", p.emptyFile }, []string{"--sasl-password-file (HOURGLASS_SASL_PASSWORD_FILE): " + p.emptyFile + ": empty"}},
+		}, []string{"SASLPassword: set together with SASLPasswordFile: give one"}},
+		{"unreadable password file", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPasswordFile = "plain", "u", p.missingFile }, []string{"SASLPasswordFile: open"}},
+		{"empty password file", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPasswordFile = "plain", "u", p.emptyFile }, []string{"SASLPasswordFile: " + p.emptyFile + ": empty"}},
 		{"credentials without mechanism", func(c *Config) { c.SASLUser, c.SASLPassword = "u", "p" }, []string{
-			"--sasl-user (HOURGLASS_SASL_USER): set, but --sasl-mechanism (HOURGLASS_SASL_MECHANISM) is empty",
-			"--sasl-password (HOURGLASS_SASL_PASSWORD): set, but --sasl-mechanism",
+			"SASLUser: set, but SASLMechanism is empty",
+			"SASLPassword: set, but SASLMechanism",
 		}},
 		{"everything wrong at once", func(c *Config) {
 			c.Brokers = nil
 			c.TLSCertFile = p.missingFile
 			c.SASLMechanism = "nope"
-		}, []string{"--brokers", "--tls-cert-file (HOURGLASS_TLS_CERT_FILE): set without", "--tls-cert-file (HOURGLASS_TLS_CERT_FILE): open", "--sasl-mechanism"}},
+		}, []string{"Brokers", "TLSCertFile: set without", "TLSCertFile: open", "SASLMechanism"}},
 	}
-
-	// Validate names flags through the FlagSet the config was registered on.
-	fs := cli.NewFlagSet("test", "")
-	new(Config).RegisterFlags(fs, "test")
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := base()
 			tt.modify(&c)
-			errs := c.Validate(fs)
+			errs := joined(c.Validate())
 			if len(errs) != len(tt.want) {
 				t.Fatalf("Validate = %d errors %q, want %d: %q", len(errs), errs, len(tt.want), tt.want)
 			}
@@ -198,64 +190,15 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestValidateNilFlagSet(t *testing.T) {
-	t.Parallel()
-	c := Config{}
-	errs := c.Validate(nil)
-	if len(errs) != 1 || errs[0].Error() != "--brokers: no brokers given" {
-		t.Errorf("Validate(nil) = %q, want [--brokers: no brokers given]", errs)
+// joined returns the errors that err joins.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
-}
-
-func TestRegisterFlags(t *testing.T) {
-	t.Parallel()
-	var c Config
-	fs := cli.NewFlagSet("router", "usage: router [flags]")
-	c.RegisterFlags(fs, "hourglass-router")
-	if err := fs.Parse([]string{"--tls-ca-file", "/ca.pem", "--sasl-mechanism=scram-sha-256"}); err != nil {
-		t.Fatal(err)
+	if err != nil {
+		return []error{err}
 	}
-	if !slices.Equal(c.Brokers, []string{DefaultBrokers}) || c.ClientID != "hourglass-router" {
-		t.Errorf("defaults: brokers %q client id %q", c.Brokers, c.ClientID)
-	}
-	if c.TLS || !c.TLSEnabled() {
-		t.Errorf("TLS = %v, TLSEnabled = %v; want TLS implied by --tls-ca-file", c.TLS, c.TLSEnabled())
-	}
-	if c.TLSCAFile != "/ca.pem" || c.SASLMechanism != SASLScramSHA256 {
-		t.Errorf("flags not stored: %+v", c)
-	}
-	wantEnv := map[string]string{
-		FlagBrokers:               "HOURGLASS_BROKERS",
-		FlagClientID:              "HOURGLASS_CLIENT_ID",
-		FlagTLS:                   "HOURGLASS_TLS",
-		FlagTLSCAFile:             "HOURGLASS_TLS_CA_FILE",
-		FlagTLSCertFile:           "HOURGLASS_TLS_CERT_FILE",
-		FlagTLSKeyFile:            "HOURGLASS_TLS_KEY_FILE",
-		FlagTLSServerName:         "HOURGLASS_TLS_SERVER_NAME",
-		FlagTLSInsecureSkipVerify: "HOURGLASS_TLS_INSECURE_SKIP_VERIFY",
-		FlagSASLMechanism:         "HOURGLASS_SASL_MECHANISM",
-		FlagSASLUser:              "HOURGLASS_SASL_USER",
-		FlagSASLPassword:          "HOURGLASS_SASL_PASSWORD",
-		FlagSASLPasswordFile:      "HOURGLASS_SASL_PASSWORD_FILE",
-	}
-	for flag, env := range wantEnv {
-		if got, want := fs.Name(flag), "--"+flag+" ("+env+")"; got != want {
-			t.Errorf("Name(%s) = %q, want %q", flag, got, want)
-		}
-	}
-
-	var usage bytes.Buffer
-	fs.SetOutput(&usage)
-	fs.Usage()
-	for _, want := range []string{
-		"  --brokers host:port,...  (env HOURGLASS_BROKERS, default 127.0.0.1:9092)\n",
-		"  --client-id string  (env HOURGLASS_CLIENT_ID, default hourglass-router)\n",
-		"  --sasl-password password  (env HOURGLASS_SASL_PASSWORD)\n",
-	} {
-		if !strings.Contains(usage.String(), want) {
-			t.Errorf("usage lacks %q:\n%s", want, usage.String())
-		}
-	}
+	return nil
 }
 
 func TestOptsBasic(t *testing.T) {

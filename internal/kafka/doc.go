@@ -1,10 +1,8 @@
 // Package kafka connects Hourglass commands to Kafka.
 //
 // [Config] is the connection configuration every command shares: seed
-// brokers, client ID, TLS and SASL. [Config.RegisterFlags] adds its flags,
-// each with a HOURGLASS_* environment fallback (--brokers and
-// HOURGLASS_BROKERS, --tls-ca-file and HOURGLASS_TLS_CA_FILE, ...);
-// [Config.Validate] reports every problem naming the flag; [Config.Opts]
+// brokers, client ID, TLS and SASL. [Config.Validate] reports every problem
+// naming the field (the commands name the flag that set it); [Config.Opts]
 // turns it into kgo options. Hourglass builds every kgo client from those
 // options and tests against kfake instead of mocking the client.
 //

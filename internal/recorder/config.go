@@ -1,10 +1,11 @@
 package recorder
 
 import (
+	"errors"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/consumer"
+	"github.com/hourglass/hourglass/internal/field"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -24,56 +25,37 @@ const (
 // them (WithDefaults).
 type Config struct {
 	// Topic is the outcomes topic; default tiers.OutcomesTopic of
-	// tiers.DefaultPrefix ("hourglass.outcomes"). --outcomes-topic.
+	// tiers.DefaultPrefix ("hourglass.outcomes").
 	Topic string
 	// Group is the consumer group; default DefaultGroup
-	// ("hourglass-recorder"). --group.
+	// ("hourglass-recorder").
 	Group string
 	// BatchRows is how many events make a batch: the batch is inserted when
 	// it has that many, or FlushInterval after its first event, whichever
-	// comes first. Default DefaultBatchRows (5000). --batch-rows.
+	// comes first. Default DefaultBatchRows (5000).
 	BatchRows int
 	// FlushInterval bounds how long an event waits in a batch; default
-	// DefaultFlushInterval (1s). --flush-interval.
+	// DefaultFlushInterval (1s).
 	FlushInterval time.Duration
 	// InsertTimeout bounds one insert attempt; default
-	// DefaultInsertTimeout (30s). --insert-timeout.
+	// DefaultInsertTimeout (30s).
 	InsertTimeout time.Duration
 	// RetryMin is the wait after the first failed insert; each further
 	// failure doubles it up to RetryMax. Default DefaultRetryMin (100ms).
-	// --retry-min.
 	RetryMin time.Duration
 	// RetryMax caps the wait between insert attempts; default
-	// DefaultRetryMax (10s). --retry-max.
+	// DefaultRetryMax (10s).
 	RetryMax time.Duration
 	// ShutdownTimeout bounds the graceful stop (the last insert and
-	// commit); default DefaultShutdownTimeout (20s). --shutdown-timeout.
+	// commit); default DefaultShutdownTimeout (20s).
 	ShutdownTimeout time.Duration
 	// SessionTimeout is the group session timeout; default
-	// consumer.DefaultSessionTimeout (6s). --session-timeout.
+	// consumer.DefaultSessionTimeout (6s).
 	SessionTimeout time.Duration
 	// OutcomesKey, when set, makes the recorder store only events signed
 	// with it by the canceller (outcome.HeaderSignature); others are
 	// counted and skipped. Default none: every event is stored.
-	// --outcomes-key-file.
 	OutcomesKey []byte
-}
-
-// RegisterFlags registers every field of c as a flag on fs, each with its
-// HOURGLASS_* environment variable, and stores the defaults in c; Topic
-// stays empty, for the command to derive from its --topic-prefix.
-// SessionTimeout and OutcomesKey have no flag here: the command sets them
-// from the flag every service shares and from the key file.
-func (c *Config) RegisterFlags(fs *cli.FlagSet) {
-	env := cli.Env
-	fs.StringVar(&c.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
-	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
-	fs.IntVar(&c.BatchRows, "batch-rows", env("batch-rows"), DefaultBatchRows, "events per insert at most")
-	fs.DurationVar(&c.FlushInterval, "flush-interval", env("flush-interval"), DefaultFlushInterval, "longest wait of an event before its batch is inserted")
-	fs.DurationVar(&c.InsertTimeout, "insert-timeout", env("insert-timeout"), DefaultInsertTimeout, "bound on one insert attempt")
-	fs.DurationVar(&c.RetryMin, "retry-min", env("retry-min"), DefaultRetryMin, "wait after a failed insert; doubled at each failure")
-	fs.DurationVar(&c.RetryMax, "retry-max", env("retry-max"), DefaultRetryMax, "longest wait between insert attempts")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop (the last insert and commit)")
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -112,36 +94,35 @@ func (c Config) WithDefaults() Config {
 // is down.
 const maxBatchRows = 1_000_000
 
-// Validate reports every problem with c, naming fields by their flags. It
-// does not apply defaults: a zero field that has a default is reported, so
-// call it after WithDefaults unless zero values came from the user.
-func (c Config) Validate() []error {
+// Validate reports every problem with c, each a *field.Error naming the
+// field. It does not apply defaults: a zero field that has a default is
+// reported, so call it after WithDefaults unless zero values came from the
+// user.
+func (c Config) Validate() error {
 	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, cli.Errorf(flag, format, args...))
-	}
+	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	if err := tiers.ValidTopic(c.Topic); err != nil {
-		bad("outcomes-topic", "%v", err)
+		bad("Topic", "%v", err)
 	}
 	if c.Group == "" {
-		bad("group", "must not be empty")
+		bad("Group", "must not be empty")
 	}
 	if c.BatchRows < 1 || c.BatchRows > maxBatchRows {
-		bad("batch-rows", "%d: want 1 to %d", c.BatchRows, maxBatchRows)
+		bad("BatchRows", "%d: want 1 to %d", c.BatchRows, maxBatchRows)
 	}
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
+		field string
+		v     time.Duration
 	}{
-		{"flush-interval", c.FlushInterval}, {"insert-timeout", c.InsertTimeout},
-		{"retry-min", c.RetryMin}, {"retry-max", c.RetryMax}, {"shutdown-timeout", c.ShutdownTimeout},
+		{"FlushInterval", c.FlushInterval}, {"InsertTimeout", c.InsertTimeout},
+		{"RetryMin", c.RetryMin}, {"RetryMax", c.RetryMax}, {"ShutdownTimeout", c.ShutdownTimeout},
 	} {
 		if d.v <= 0 {
-			bad(d.flag, "%v: must be positive", d.v)
+			bad(d.field, "%v: must be positive", d.v)
 		}
 	}
 	if c.RetryMin > 0 && c.RetryMax > 0 && c.RetryMax < c.RetryMin {
-		bad("retry-max", "%v is less than --retry-min %v", c.RetryMax, c.RetryMin)
+		bad("RetryMax", "%v is less than %s %v", c.RetryMax, field.Ref("RetryMin"), c.RetryMin)
 	}
-	return errs
+	return errors.Join(errs...)
 }

@@ -61,8 +61,8 @@ type Options struct {
 // validated.
 func New(cfg Config, o Options) (*Recorder, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if o.Store == nil {
 		return nil, errors.New("recorder: no store")

@@ -2,7 +2,6 @@ package recorder_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,13 +19,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/clock"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/recorder"
 	"github.com/hourglass/hourglass/internal/report"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
+	"github.com/hourglass/hourglass/internal/testutil/fieldtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
 
@@ -302,28 +301,20 @@ func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  recorder.Config
-		want []string // flags, in order
+		want []string // fields, in order
 	}{
 		{"defaults", recorder.Config{}, nil},
-		{"bad topic", recorder.Config{Topic: "a b"}, []string{"outcomes-topic"}},
-		{"negative batch", recorder.Config{BatchRows: -1}, []string{"batch-rows"}},
-		{"huge batch", recorder.Config{BatchRows: 10_000_000}, []string{"batch-rows"}},
-		{"negative interval", recorder.Config{FlushInterval: -time.Second}, []string{"flush-interval"}},
-		{"retry max below min", recorder.Config{RetryMin: time.Second, RetryMax: time.Millisecond}, []string{"retry-max"}},
-		{"several", recorder.Config{InsertTimeout: -1, ShutdownTimeout: -1, RetryMin: -1}, []string{"insert-timeout", "retry-min", "shutdown-timeout"}},
+		{"bad topic", recorder.Config{Topic: "a b"}, []string{"Topic"}},
+		{"negative batch", recorder.Config{BatchRows: -1}, []string{"BatchRows"}},
+		{"huge batch", recorder.Config{BatchRows: 10_000_000}, []string{"BatchRows"}},
+		{"negative interval", recorder.Config{FlushInterval: -time.Second}, []string{"FlushInterval"}},
+		{"retry max below min", recorder.Config{RetryMin: time.Second, RetryMax: time.Millisecond}, []string{"RetryMax"}},
+		{"several", recorder.Config{InsertTimeout: -1, ShutdownTimeout: -1, RetryMin: -1}, []string{"InsertTimeout", "RetryMin", "ShutdownTimeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, err := range tt.cfg.WithDefaults().Validate() {
-				var fe *cli.FlagError
-				if !errors.As(err, &fe) {
-					t.Fatalf("%v is not a *cli.FlagError", err)
-				}
-				got = append(got, fe.Flag)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("flags %v, want %v", got, tt.want)
+			if got := fieldtest.Fields(tt.cfg.WithDefaults().Validate()); !slices.Equal(got, tt.want) {
+				t.Errorf("fields %v, want %v", got, tt.want)
 			}
 		})
 	}

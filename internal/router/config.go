@@ -1,15 +1,15 @@
 package router
 
 import (
+	"errors"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cancels"
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/consumer"
+	"github.com/hourglass/hourglass/internal/field"
 	"github.com/hourglass/hourglass/internal/record"
-	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -27,8 +27,8 @@ const (
 	// partition it paused is decoded for nothing, and what the client
 	// decodes ahead waits in memory (docs/benchmarks.md).
 	DefaultFetchPartitionBytes = 32 << 10
-	// DefaultBatchWindow is the router command's --batch-window: a few
-	// milliseconds of lateness for deadlines that leave in batches.
+	// DefaultBatchWindow is the router command's default BatchWindow: a
+	// few milliseconds of lateness for deadlines that leave in batches.
 	DefaultBatchWindow = 5 * time.Millisecond
 	// maxBatchWindow bounds BatchWindow: it is lateness added to every
 	// deadline.
@@ -79,7 +79,7 @@ type Config struct {
 	CancellationGrace time.Duration
 	// OutcomesKey, when set, signs the outcome events the router produces
 	// for cancelled deadlines, as the canceller signs its own (the
-	// canceller's --outcomes-key-file); default none.
+	// canceller's OutcomesKey); default none.
 	OutcomesKey []byte
 	// AllowedTargets are the topics a record may name in hourglass-target,
 	// as patterns of path.Match ("orders.*", "*.cancel"); a record naming
@@ -135,8 +135,8 @@ type Config struct {
 	// its end, checked against the cancellations in one round and produced
 	// in one batch, instead of a round and a produce request for each
 	// instant. It adds at most this much to a deadline's lateness, and
-	// never fires one early. Zero wakes at each ready time; the router
-	// command's --batch-window defaults to DefaultBatchWindow.
+	// never fires one early. Zero wakes at each ready time, and WithDefaults
+	// leaves it so; the router command's default is DefaultBatchWindow.
 	BatchWindow time.Duration
 	// CommitInterval is the least time between two commits. Offsets are
 	// committed as soon as produces are acknowledged, at most this often, so
@@ -148,66 +148,6 @@ type Config struct {
 	RevokeTimeout time.Duration
 	// ShutdownTimeout bounds a graceful stop; default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-}
-
-// RegisterFlags registers every field of c as a flag on fs, each with its
-// HOURGLASS_* environment variable, and stores the defaults in c; the topic
-// names stay empty, for WithTopicDefaults to derive from the prefix. Two
-// flags need parsing that is reported with every other problem, after
-// fs.Parse: call the returned function then; it stores --tiers and
-// --fetch-partition-bytes in c and reports a bad value, naming the flag.
-// SessionTimeout has no flag of its own here: the command sets it from the
-// flag every service shares.
-func (c *Config) RegisterFlags(fs *cli.FlagSet) (parsed func() []error) {
-	env := cli.Env
-	var rawTiers string
-	var fetchBytes int
-	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers: comma-separated `durations`, one delay topic each")
-	fs.StringVar(&c.Prefix, "topic-prefix", env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	fs.StringVar(&c.Target, "target", env("target"), "", "`topic` for due records without hourglass-target (default <prefix>cancel)")
-	fs.StringVar(&c.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
-	fs.StringVar(&c.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "the canceller's outcome `topic`, never a target (default <prefix>outcomes)")
-	fs.StringVar(&c.Cancellations, "cancellations-topic", env("cancellations-topic"), "", "compacted `topic` of cancellations, never a target (default <prefix>cancellations)")
-	fs.StringVar(&c.CancellationsDir, "cancellations-dir", env("cancellations-dir"), "",
-		"`directory` of the on-disk store of cancellations; keep it on a volume to skip rereading the topic after a restart (default: a temporary directory)")
-	fs.DurationVar(&c.CancellationGrace, "cancellation-grace", env("cancellation-grace"), cancels.DefaultGrace, "how long a cancellation is kept after the furthest deadline it can call off was due (--max-delay after it was made)")
-	fs.StringsVar(&c.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
-		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
-	fs.StringVar(&c.Group, "group", env("group"), DefaultGroup, "consumer `group`")
-	consumer.InstanceIDVar(fs, &c.InstanceID)
-	fs.DurationVar(&c.MaxDelay, "max-delay", env("max-delay"), DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
-	fs.IntVar(&c.TimerCapacity, "timer-capacity", env("timer-capacity"), DefaultTimerCapacity,
-		"records held in memory for delays shorter than the smallest tier; when full, partitions pause instead")
-	fs.IntVar(&c.TimerBytes, "timer-bytes", env("timer-bytes"), DefaultTimerBytes, "`bytes` of records the in-memory timer holds at most")
-	fs.IntVar(&c.MaxHeldPerPartition, "max-held-per-partition", env("max-held-per-partition"), DefaultMaxHeldPerPartition,
-		"records a partition holds waiting out their tier before it is paused, and the most one poll takes")
-	fs.IntVar(&c.MaxHeldBytesPerPartition, "max-held-bytes-per-partition", env("max-held-bytes-per-partition"), DefaultMaxHeldBytesPerPartition,
-		"`bytes` the records a partition holds (waiting, in the timer or being produced) take in memory before it is paused")
-	fs.IntVar(&c.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), DefaultMaxInFlightPerTarget,
-		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
-	record.LimitsVar(fs, &c.Limits)
-	fs.IntVar(&fetchBytes, "fetch-partition-bytes", env("fetch-partition-bytes"), DefaultFetchPartitionBytes, "most `bytes` fetched per partition at once")
-	fs.DurationVar(&c.BatchWindow, "batch-window", env("batch-window"), DefaultBatchWindow,
-		"what falls due within one window leaves together at its end, in one check of the cancellations and one produce batch; adds at most this to lateness (0: each at its instant)")
-	fs.DurationVar(&c.CommitInterval, "commit-interval", env("commit-interval"), DefaultCommitInterval,
-		"least time between two commits; offsets are committed as produces are acknowledged, so a crash repeats about this much")
-	fs.DurationVar(&c.RevokeTimeout, "revoke-timeout", env("revoke-timeout"), DefaultRevokeTimeout, "how long a rebalance waits for produces in flight")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), DefaultShutdownTimeout, "bound on a graceful stop")
-	return func() []error {
-		var errs []error
-		t, err := topics.ParseTiers(rawTiers)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		c.Tiers = t
-		c.FetchPartitionBytes = int32(fetchBytes)
-		if fetchBytes < 1<<10 || fetchBytes > 1<<30 {
-			errs = append(errs, cli.Errorf("fetch-partition-bytes", "%d: want %d to %d", fetchBytes, 1<<10, 1<<30))
-			// Reported here: Validate is not to report it again.
-			c.FetchPartitionBytes = DefaultFetchPartitionBytes
-		}
-		return errs
-	}
 }
 
 // WithTopicDefaults returns c with the topic names it leaves empty derived
@@ -284,83 +224,96 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c, naming fields by their flags. It
-// does not apply defaults: a zero field that has a default is reported, so
-// call it after WithDefaults unless zero values came from the user.
-func (c Config) Validate() []error {
-	var p cli.Problems
-	c.checkTopics(&p)
-	p = append(p, consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()...)
-	c.checkLimits(&p)
+// Validate reports every problem with c, each a *field.Error naming the
+// field (Limits.KeyBytes for the fields of Limits). It does not apply
+// defaults: a zero field that has a default is reported, so call it after
+// WithDefaults unless zero values came from the user.
+func (c Config) Validate() error {
+	errs := c.checkTopics()
+	group := consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()
+	errs = append(errs, field.Rename(group, groupField), field.In("Limits", record.CheckLimits(c.Limits)))
+	errs = append(errs, c.checkHeld()...)
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"max-delay", c.MaxDelay}, {"cancellation-grace", c.CancellationGrace}, {"commit-interval", c.CommitInterval}, {"revoke-timeout", c.RevokeTimeout}, {"shutdown-timeout", c.ShutdownTimeout}} {
+		field string
+		v     time.Duration
+	}{{"MaxDelay", c.MaxDelay}, {"CancellationGrace", c.CancellationGrace}, {"CommitInterval", c.CommitInterval}, {"RevokeTimeout", c.RevokeTimeout}, {"ShutdownTimeout", c.ShutdownTimeout}} {
 		if d.v <= 0 {
-			p.Add(d.flag, "%v: must be positive", d.v)
+			errs = append(errs, field.Errorf(d.field, "%v: must be positive", d.v))
 		}
 	}
 	if c.BatchWindow < 0 || c.BatchWindow > maxBatchWindow {
-		p.Add("batch-window", "%v: want 0 to %v", c.BatchWindow, maxBatchWindow)
+		errs = append(errs, field.Errorf("BatchWindow", "%v: want 0 to %v", c.BatchWindow, maxBatchWindow))
 	}
-	return p
+	return errors.Join(errs...)
+}
+
+// groupField names a field of consumer.Group as the field of Config that
+// sets it.
+func groupField(f string) string {
+	if f == "Name" {
+		return "Group"
+	}
+	return f
 }
 
 // checkTopics checks the tiers, the topic names and the allowed targets.
-func (c Config) checkTopics(p *cli.Problems) {
+func (c Config) checkTopics() []error {
+	var errs []error
+	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	if c.Tiers.Len() == 0 {
-		p.Add("tiers", "no tiers")
+		bad("Tiers", "no tiers")
 	}
 	if c.Prefix == "" {
-		p.Add("topic-prefix", "must not be empty")
+		bad("Prefix", "must not be empty")
 	}
-	for _, t := range []struct{ flag, topic string }{
-		{"target", c.Target}, {"dlq-topic", c.DeadLetter}, {"outcomes-topic", c.Outcomes}, {"cancellations-topic", c.Cancellations},
+	for _, t := range []struct{ field, topic string }{
+		{"Target", c.Target}, {"DeadLetter", c.DeadLetter}, {"Outcomes", c.Outcomes}, {"Cancellations", c.Cancellations},
 	} {
 		if err := tiers.ValidTopic(t.topic); err != nil {
-			p.Add(t.flag, "%v", err)
+			bad(t.field, "%v", err)
 		}
 	}
 	if err := tiers.ValidTopic(tiers.Topic(c.Prefix, c.Tiers.Largest())); err != nil {
-		p.Add("topic-prefix", "%v", err)
+		bad("Prefix", "%v", err)
 	}
 	if c.Prefix != "" && c.Tiers.Len() > 0 {
 		if reason := c.forbidden(c.Target); reason != "" {
-			p.Add("target", "%s is %s", c.Target, reason)
+			bad("Target", "%s is %s", c.Target, reason)
 		}
 		if c.DeadLetter == c.Outcomes {
-			p.Add("dlq-topic", "%s is also the outcomes topic", c.DeadLetter)
+			bad("DeadLetter", "%s is also the outcomes topic", c.DeadLetter)
 		}
 		if strings.HasPrefix(c.DeadLetter, c.delayPrefix()) || strings.HasPrefix(c.Outcomes, c.delayPrefix()) {
-			p.Add("dlq-topic", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
+			bad("DeadLetter", "the dead-letter and outcomes topics must not start with %s, the delay topics' prefix", c.delayPrefix())
 		}
 	}
 	for _, pat := range c.AllowedTargets {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {
-			p.Add("allowed-targets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", pat)
+			bad("AllowedTargets", "%q: not a topic pattern (path.Match syntax: orders.*, *.cancel)", pat)
 		}
 	}
+	return errs
 }
 
-// checkLimits checks the record limits and the bounds of what the router
-// holds.
-func (c Config) checkLimits(p *cli.Problems) {
-	record.CheckLimits(p, c.Limits)
+// checkHeld checks the bounds of what the router holds.
+func (c Config) checkHeld() []error {
+	var errs []error
 	for _, l := range []struct {
-		flag   string
+		field  string
 		v, min int
 		unit   string
 	}{
-		{"timer-capacity", c.TimerCapacity, 1, "1"}, {"timer-bytes", c.TimerBytes, 1 << 20, "1 MiB"},
-		{"max-held-per-partition", c.MaxHeldPerPartition, 1, "1"},
-		{"max-held-bytes-per-partition", c.MaxHeldBytesPerPartition, 1 << 20, "1 MiB"},
-		{"max-in-flight-per-target", c.MaxInFlightPerTarget, 1, "1"},
-		{"fetch-partition-bytes", int(c.FetchPartitionBytes), 1 << 10, "1024"},
+		{"TimerCapacity", c.TimerCapacity, 1, "1"}, {"TimerBytes", c.TimerBytes, 1 << 20, "1 MiB"},
+		{"MaxHeldPerPartition", c.MaxHeldPerPartition, 1, "1"},
+		{"MaxHeldBytesPerPartition", c.MaxHeldBytesPerPartition, 1 << 20, "1 MiB"},
+		{"MaxInFlightPerTarget", c.MaxInFlightPerTarget, 1, "1"},
+		{"FetchPartitionBytes", int(c.FetchPartitionBytes), 1 << 10, "1024"},
 	} {
 		if l.v < l.min {
-			p.Add(l.flag, "%d: must be at least %s", l.v, l.unit)
+			errs = append(errs, field.Errorf(l.field, "%d: must be at least %s", l.v, l.unit))
 		}
 	}
+	return errs
 }
 
 // delayPrefix is what every delay topic's name starts with.

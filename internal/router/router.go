@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -88,8 +87,8 @@ type Options struct {
 // validated.
 func New(cfg Config, o Options) (*Router, error) {
 	cfg = cfg.WithDefaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/consumer"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/telemetry"
@@ -61,7 +62,7 @@ var env = cli.Env
 // Register registers the common flags on fs with their defaults: name is the
 // default Kafka client ID, httpAddr the default of --http-addr.
 func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
-	c.Kafka.RegisterFlags(fs, name)
+	flags.Kafka(fs, &c.Kafka, name)
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
 		"`address` of the HTTP server for /healthz, /readyz and /metrics (loopback by default; :port listens on every interface); empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
@@ -82,9 +83,11 @@ func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
 		"consumer group session timeout: how long the partitions of an instance that died (and was not restarted) wait for another")
 }
 
-// Validate reports every problem with the common flags.
-func (c *Common) Validate(fs *cli.FlagSet) Checks {
-	errs := Checks(c.Kafka.Validate(fs))
+// Validate reports every problem with the common flags, each naming its
+// flag.
+func (c *Common) Validate(fs *cli.FlagSet) error {
+	var errs cli.Problems
+	errs.Join(flags.CheckKafka(fs, &c.Kafka))
 	if c.HTTPAddr != "" {
 		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs.Add("http-addr", "%q: want host:port or :port", c.HTTPAddr)
@@ -99,14 +102,14 @@ func (c *Common) Validate(fs *cli.FlagSet) Checks {
 		errs.Add("log-format", "%q: want text or json", c.LogFormat)
 	}
 	errs.IntRange("partitions", c.Partitions, 1, 10_000)
-	errs.Replication("replication-factor", c.Replication)
+	errs.Join(flags.CheckReplication(c.Replication))
 	if c.LagInterval < 100*time.Millisecond {
 		errs.Add("lag-interval", "%v: want at least 100ms", c.LagInterval)
 	}
 	if c.SessionTimeout < time.Second || c.SessionTimeout > 30*time.Minute {
 		errs.Add("session-timeout", "%v: want 1s to 30m", c.SessionTimeout)
 	}
-	return errs
+	return errs.Err()
 }
 
 // LogDeprecated logs a warning for each deprecated flag the configuration
@@ -118,7 +121,7 @@ func (c *Common) LogDeprecated(log *slog.Logger) {
 }
 
 // KgoOpts returns the connection options.
-func (c *Common) KgoOpts() ([]kgo.Opt, error) { return c.Kafka.Opts() }
+func (c *Common) KgoOpts() ([]kgo.Opt, error) { return flags.KafkaOpts(&c.Kafka) }
 
 // Specs returns the specs of set with the partitions and replication of the
 // flags.

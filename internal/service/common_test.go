@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -32,8 +33,8 @@ func TestScaleProcsDeprecated(t *testing.T) {
 		if err := ParseArgs(fs, tc.args); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
-		if errs := c.Validate(fs); len(errs) != 0 {
-			t.Errorf("%q: %v, want valid", tc.args, errs)
+		if err := c.Validate(fs); err != nil {
+			t.Errorf("%q: %v, want valid", tc.args, err)
 		}
 		var out bytes.Buffer
 		c.LogDeprecated(slog.New(slog.NewTextHandler(&out, nil)))
@@ -69,15 +70,16 @@ func TestHTTPAddrPort(t *testing.T) {
 		if err := ParseArgs(fs, []string{"--http-addr=" + tc.addr}); err != nil {
 			t.Fatalf("%q: %v", tc.addr, err)
 		}
-		errs := c.Validate(fs)
+		err := c.Validate(fs)
 		if tc.ok {
-			if len(errs) != 0 {
-				t.Errorf("--http-addr %q: %v, want valid", tc.addr, errs)
+			if err != nil {
+				t.Errorf("--http-addr %q: %v, want valid", tc.addr, err)
 			}
 			continue
 		}
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "http-addr") {
-			t.Errorf("--http-addr %q: %v, want one problem naming --http-addr", tc.addr, errs)
+		var fe *cli.FlagError
+		if !errors.As(err, &fe) || fe.Flag != "http-addr" || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--http-addr %q: %v, want one problem naming --http-addr", tc.addr, err)
 		}
 	}
 }

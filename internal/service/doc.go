@@ -5,10 +5,10 @@
 // logging, the HTTP address, --check-config, topic creation, session
 // timeout), the logger, [ServeHTTP] (/healthz, /readyz, /metrics and,
 // with --pprof, Go's profiles), [Parse] with its --check-config handling,
-// [Checks] for validation messages that name their flag, the topics a
-// service provisions or waits for at its start ([EnsureTopics],
-// [CheckDelayTopics]) and signing key files.
+// the topics a service provisions or waits for at its start
+// ([EnsureTopics], [CheckDelayTopics]) and signing key files.
 //
 // It links no command: each command is its own package under
-// internal/cmd, so that a binary carries only the commands it runs.
+// internal/cmd, so that a binary carries only the commands it runs. No
+// library imports it.
 package service

@@ -10,8 +10,6 @@ import (
 	"os"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/topics"
-	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // ParseArgs parses args into fs. --help returns flag.ErrHelp (Main exits 0
@@ -30,15 +28,15 @@ func ParseArgs(fs *cli.FlagSet, args []string) error {
 	return nil
 }
 
-// Parse parses a service's args into fs and validates them with check. It
-// reports stop when the command has nothing more to do: after --help, or
-// after printing the configuration for --check-config.
-func Parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *Common, check func() Checks) (stop bool, err error) {
+// Parse parses a service's args into fs and validates them with check,
+// which returns the problems of the service's own flags, joined. It reports
+// stop when the command has nothing more to do: after --help, or after
+// printing the configuration for --check-config.
+func Parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *Common, check func() error) (stop bool, err error) {
 	if err := ParseArgs(fs, args); err != nil {
 		return true, err
 	}
-	errs := append(c.Validate(fs), check()...)
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(errors.Join(c.Validate(fs), check())); err != nil {
 		return true, UsageError{err}
 	}
 	if c.CheckConfig {
@@ -47,38 +45,6 @@ func Parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *Common, check fu
 		return true, nil
 	}
 	return false, nil
-}
-
-// Checks collects configuration problems, each naming its flag.
-type Checks []error
-
-// Add adds a problem with flag.
-func (c *Checks) Add(flag, format string, args ...any) {
-	*c = append(*c, cli.Errorf(flag, format, args...))
-}
-
-// IntRange reports v outside [lo, hi].
-func (c *Checks) IntRange(flag string, v, lo, hi int) {
-	if v < lo || v > hi {
-		c.Add(flag, "%d: want %d to %d", v, lo, hi)
-	}
-}
-
-// Replication reports a replication factor other than -1 (the broker's) or
-// 1 to 32.
-func (c *Checks) Replication(flag string, v int) {
-	if v == 0 || v < -1 || v > 32 {
-		c.Add(flag, "%d: want -1 (broker default) or 1 to 32", v)
-	}
-}
-
-// Tiers parses the value of --tiers, reporting a bad one.
-func (c *Checks) Tiers(raw string) tiers.Table {
-	t, err := topics.ParseTiers(raw)
-	if err != nil {
-		*c = append(*c, err)
-	}
-	return t
 }
 
 // ReadKey reads a signing key file: at least 16 bytes, a trailing newline

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -93,9 +94,9 @@ func CheckDelayTopics(ctx context.Context, opts []kgo.Opt, prefix string, table 
 		case len(missing) == 0:
 			return nil
 		case time.Now().After(deadline):
-			return cli.Errorf(topics.FlagTiers, "%s (%s): delay topics %s do not exist: the router creates the delay topics of its --tiers, "+
+			return cli.Errorf(flags.TiersFlag, "%s (%s): delay topics %s do not exist: the router creates the delay topics of its --tiers, "+
 				"so give this command the router's --tiers (or create them with `hourglass topics`)",
-				table, cli.Env(topics.FlagTiers), strings.Join(missing, ", "))
+				table, cli.Env(flags.TiersFlag), strings.Join(missing, ", "))
 		}
 		log.Warn("waiting for the delay topics of --tiers; the router creates them", "missing", missing)
 		select {

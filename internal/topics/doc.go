@@ -20,16 +20,10 @@
 // (Status.ConfigsDenied), which a service logs and starts anyway, and
 // `hourglass topics` reports as a failed check.
 // [Provision] runs Ensure on a short-lived client, [ProvisionOn] on one of
-// the caller's, and [Missing] lists the topics that do not exist; what a
-// service runs at its start is in internal/service.
+// the caller's, and [Missing] lists the topics that do not exist.
 //
-// The tier table is one flag, --tiers with HOURGLASS_TIERS, registered by
-// [TiersVar] on every command that works on a pipeline's topics: router,
-// canceller, topics and dlq replay. (demo and bench have a --tiers of their
-// own, without an environment variable, for the pipeline they start.) The router consumes the delay
-// topics of its tiers and creates them; the canceller reschedules failed
-// closes through the delay topics of its own --tiers, so the two must agree.
-// The canceller never creates a delay topic: at its start it waits for the
-// delay topics of its tiers and fails, naming --tiers, when one does not
-// appear, instead of rescheduling into a topic no router reads.
+// The router consumes the delay topics of its tiers and creates them; the
+// canceller reschedules failed closes through the delay topics of its own
+// tiers, so the two must agree. The commands that start the services, and
+// their flags, are in internal/service and internal/cmd.
 package topics

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// DefaultPartitions is the partition count of the topics a command creates,
-// the default of --partitions.
+// DefaultPartitions is the partition count of the topics a command creates
+// unless told otherwise.
 const DefaultPartitions = 6
 
 // Topic retentions of Specs.
@@ -70,26 +69,4 @@ func Specs(set Set, partitions int32, replicas int16) []Spec {
 	add(set.Outcomes, defaultRetention)
 	spec(set.Cancellations, map[string]string{"cleanup.policy": "compact"})
 	return specs
-}
-
-// FlagTiers is the flag of the tier table. Its environment variable,
-// HOURGLASS_TIERS, is the same for every command, so that one setting gives
-// the router and the canceller the same tiers.
-const FlagTiers = "tiers"
-
-// TiersVar registers --tiers (HOURGLASS_TIERS) on fs, storing the raw list
-// in p with default def; usage says what the command does with the tiers.
-// Parse the list with [ParseTiers] when validating, so that a bad list is
-// reported together with every other problem.
-func TiersVar(fs *cli.FlagSet, p *string, def, usage string) {
-	fs.StringVar(p, FlagTiers, cli.Env(FlagTiers), def, usage)
-}
-
-// ParseTiers parses the value of --tiers; its error names the flag.
-func ParseTiers(raw string) (tiers.Table, error) {
-	t, err := tiers.Parse(raw)
-	if err != nil {
-		return t, cli.Errorf(FlagTiers, "%v", err)
-	}
-	return t, nil
 }

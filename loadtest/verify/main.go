@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/loadtest/manifest"
@@ -70,7 +71,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c Config
 	fs := cli.NewFlagSet("verify", usage)
 	fs.SetOutput(stderr)
-	c.Kafka.RegisterFlags(fs, "hourglass-verify")
+	flags.Kafka(fs, &c.Kafka, "hourglass-verify")
 	fs.StringVar(&c.Manifest, "manifest", "", "", "the run's manifest `file` (written by the k6 extension)")
 	fs.StringVar(&c.Topic, "outcomes-topic", "", "", "outcomes `topic` (default: the manifest's topic prefix + outcomes)")
 	fs.DurationVar(&c.Wait, "wait", "", 0, "keep reading until every task has a final outcome or this long after the last due time; 0 reads up to the end offsets found at start")
@@ -84,7 +85,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "verify:", err)
 		return ExitError
 	}
-	errs := c.Kafka.Validate(fs)
+	var errs cli.Problems
+	errs.Join(flags.CheckKafka(fs, &c.Kafka))
 	if len(fs.Args()) > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
@@ -100,7 +102,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.MaxP99 < 0 || c.MaxLateness < 0 {
 		errs = append(errs, cli.Errorf("max-p99", "want 0 or more (and --max-lateness)"))
 	}
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(errs.Err()); err != nil {
 		fmt.Fprintln(stderr, "verify:", err)
 		return ExitError
 	}
@@ -133,7 +135,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	if topic == "" {
 		topic = tiers.OutcomesTopic(m.Header.Prefix)
 	}
-	opts, err := c.Kafka.Opts()
+	opts, err := flags.KafkaOpts(&c.Kafka)
 	if err != nil {
 		return Report{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/field"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/loadtest/workload"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -147,22 +148,22 @@ func (c ProducerConfig) WithDefaults(runID string) ProducerConfig {
 	return c
 }
 
-// kafkaKeys renames the flags in kafka.Config's messages to this config's
-// keys. Longer flags come first: --tls is a prefix of the others.
-var kafkaKeys = strings.NewReplacer(
-	"--"+kafka.FlagTLSInsecureSkipVerify, "tls.insecureSkipVerify",
-	"--"+kafka.FlagTLSServerName, "tls.serverName",
-	"--"+kafka.FlagTLSCertFile, "tls.certFile",
-	"--"+kafka.FlagTLSKeyFile, "tls.keyFile",
-	"--"+kafka.FlagTLSCAFile, "tls.caFile",
-	"--"+kafka.FlagTLS, "tls.enabled",
-	"--"+kafka.FlagSASLPasswordFile, "sasl.passwordFile",
-	"--"+kafka.FlagSASLPassword, "sasl.password",
-	"--"+kafka.FlagSASLMechanism, "sasl.mechanism",
-	"--"+kafka.FlagSASLUser, "sasl.user",
-	"--"+kafka.FlagBrokers, "brokers",
-	"--"+kafka.FlagClientID, "clientId",
-)
+// kafkaKeys are this config's keys of kafka.Config's fields, which name
+// them in its problems.
+var kafkaKeys = map[string]string{
+	"TLSInsecureSkipVerify": "tls.insecureSkipVerify",
+	"TLSServerName":         "tls.serverName",
+	"TLSCertFile":           "tls.certFile",
+	"TLSKeyFile":            "tls.keyFile",
+	"TLSCAFile":             "tls.caFile",
+	"TLS":                   "tls.enabled",
+	"SASLPasswordFile":      "sasl.passwordFile",
+	"SASLPassword":          "sasl.password",
+	"SASLMechanism":         "sasl.mechanism",
+	"SASLUser":              "sasl.user",
+	"Brokers":               "brokers",
+	"ClientID":              "clientId",
+}
 
 // Validate reports every problem of c (after WithDefaults), each starting
 // with its key.
@@ -172,8 +173,9 @@ func (c ProducerConfig) Validate() []error {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
 	kc := c.kafka()
-	for _, err := range kc.Validate(nil) {
-		errs = append(errs, errors.New(kafkaKeys.Replace(err.Error())))
+	var joined interface{ Unwrap() []error }
+	if errors.As(field.Rename(kc.Validate(), func(f string) string { return kafkaKeys[f] }), &joined) {
+		errs = append(errs, joined.Unwrap()...)
 	}
 	if err := tiers.ValidTopic(tiers.OutcomesTopic(c.Prefix)); err != nil {
 		bad("prefix", "%q: %v", c.Prefix, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -81,7 +82,7 @@ func parseBench(args []string, stderr io.Writer) (*benchConfig, error) {
 	if (c.openTxn > 0 || c.cancelFlood > 0) && (c.burst > 0 || len(c.pendingSteps) > 0 || len(c.cancelSteps) > 0) {
 		errs.Add("open-txn", "--open-txn and --cancel-flood go with a throughput run only")
 	}
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(errs.Err()); err != nil {
 		return nil, service.UsageError{Err: err}
 	}
 	return &c, nil
@@ -147,15 +148,17 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 }
 
 // validate parses rawTiers and steps into c and reports every problem.
-func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
-	var errs service.Checks
+func (c *benchConfig) validate(rawTiers string, steps []string) cli.Problems {
+	var errs cli.Problems
 	if rawTiers == "" {
 		rawTiers = "1s,2s,5s,10s,30s"
 		if len(steps) > 0 {
 			rawTiers = tiers.DefaultTiers
 		}
 	}
-	c.tiers = errs.Tiers(rawTiers)
+	t, err := flags.ParseTiers(rawTiers)
+	errs.Join(err)
+	c.tiers = t
 	errs.IntRange("orders", c.orders, 1, 10_000_000)
 	errs.IntRange("rate", c.rate, 1, 1_000_000)
 	if _, err := newWorkload(c.delays); err != nil {
@@ -195,7 +198,7 @@ func (c *benchConfig) validate(rawTiers string, steps []string) service.Checks {
 }
 
 // validateBurst checks --burst, --burst-lead, --closer and --dsn.
-func (c *benchConfig) validateBurst(errs *service.Checks) {
+func (c *benchConfig) validateBurst(errs *cli.Problems) {
 	errs.IntRange("burst", c.burst, 0, 10_000_000)
 	if c.burstLead < 0 || c.burstLead > time.Hour {
 		errs.Add("burst-lead", "%v: want 0 (the default) up to 1h", c.burstLead)
@@ -233,7 +236,7 @@ func burstLeadFor(n int) time.Duration {
 }
 
 // parseSteps parses the increasing counts of a steps flag.
-func parseSteps(errs *service.Checks, flag string, raw []string) []int {
+func parseSteps(errs *cli.Problems, flag string, raw []string) []int {
 	var steps []int
 	for _, s := range raw {
 		n, err := strconv.Atoi(s)

@@ -2,7 +2,6 @@ package cancellercmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,13 +51,13 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	fs := cli.NewFlagSet("canceller", cancellerUsage)
 	fs.SetOutput(stderr)
 	c.Register(fs, "hourglass-canceller", "127.0.0.1:8081")
-	k := &c.Canceller
-	parsed := k.RegisterFlags(fs)
+	var rawTiers string
+	register(fs, &c.Canceller, &rawTiers)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the key that signs outcome events (at least 16 bytes; give the recorder the same); default: unsigned")
 	fs.StringVar(&c.ClosersFile, "closers", cli.Env("closers"), "", "closers `file` (YAML): the closer of each task kind; without it tasks are only logged")
-	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
-		var errs service.Checks
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error {
+		var errs cli.Problems
 		if c.ClosersFile != "" {
 			f, err := closerfile.Load(c.ClosersFile)
 			if err != nil {
@@ -66,27 +65,8 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 			}
 			c.Closers = f
 		}
-		tierErrs := parsed()
-		errs = append(errs, tierErrs...)
-		k.SessionTimeout = c.SessionTimeout
-		key, err := service.ReadKey(c.OutcomesKeyFile)
-		if err != nil {
-			errs.Add("outcomes-key-file", "%v", err)
-		}
-		k.OutcomesKey = key
-		// Only the topic names derive from the prefix; a zero anywhere else
-		// is the user's and is reported rather than replaced.
-		*k = k.WithTopicDefaults()
-		for _, err := range k.Validate() {
-			// A --tiers that did not parse is reported as such, not
-			// again as "no tiers".
-			var fe *cli.FlagError
-			if len(tierErrs) > 0 && errors.As(err, &fe) && fe.Flag == "tiers" {
-				continue
-			}
-			errs = append(errs, err)
-		}
-		return errs
+		errs.Join(c.check(rawTiers))
+		return errs.Err()
 	})
 	return &c, stop, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/topics"
@@ -81,13 +82,14 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 	if err := service.ParseArgs(fs, args); err != nil {
 		return nil, err
 	}
-	var errs service.Checks
+	var errs cli.Problems
 	port, err := embedded.ListenPort(c.listen)
 	if err != nil {
 		errs.Add("listen", "%v", err)
 	}
 	c.port = port
-	c.tiers = errs.Tiers(rawTiers)
+	c.tiers, err = flags.ParseTiers(rawTiers)
+	errs.Join(err)
 	errs.IntRange("orders", c.orders, 0, 1_000_000)
 	errs.IntRange("rate", rate, 1, 100_000)
 	c.rate = float64(rate)
@@ -108,7 +110,7 @@ func parseDemo(args []string, stderr io.Writer) (*demoConfig, error) {
 	if c.orders == 0 && !c.serve {
 		errs.Add("orders", "0 orders without --serve has nothing to do")
 	}
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(errs.Err()); err != nil {
 		return nil, service.UsageError{Err: err}
 	}
 	return &c, nil

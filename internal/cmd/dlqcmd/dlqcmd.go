@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
-	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -75,7 +75,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts, err := o.kc.Opts()
+	opts, err := flags.KafkaOpts(&o.kc)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func parse(sub string, args []string, stderr io.Writer) (*options, error) {
 
 // register registers the flags of dlq sub on fs.
 func (o *options) register(fs *cli.FlagSet, sub string) {
-	o.kc.RegisterFlags(fs, "hourglass-dlq")
+	flags.Kafka(fs, &o.kc, "hourglass-dlq")
 	fs.StringVar(&o.prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.StringVar(&o.topic, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
 	fs.StringVar(&o.reason, "reason", "", "", "only dead letters with this reason `code` (close_failed, retries_exhausted, due_missing, ...)")
@@ -146,7 +146,7 @@ func (o *options) register(fs *cli.FlagSet, sub string) {
 	}
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json (one object per line)")
 	if sub == "replay" {
-		topics.TiersVar(fs, &o.tierList, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")
+		flags.Tiers(fs, &o.tierList, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")
 		fs.StringsVar(&o.targets, "topics", cli.Env("topics"), nil, "target `topics` the canceller consumes, comma-separated (default <prefix>cancel): a dead letter from one of them replays there")
 		fs.StringVar(&o.to, "to", "", "", "replay every dead letter to this `topic`, whatever its source")
 		fs.BoolVar(&o.dryRun, "dry-run", "", false, "print what would be replayed, produce nothing")
@@ -155,8 +155,9 @@ func (o *options) register(fs *cli.FlagSet, sub string) {
 
 // validate reports every problem with the flags, and sets the defaults
 // derived from --topic-prefix and the replay rule.
-func (o *options) validate(fs *cli.FlagSet, sub string) service.Checks {
-	errs := service.Checks(o.kc.Validate(fs))
+func (o *options) validate(fs *cli.FlagSet, sub string) error {
+	var errs cli.Problems
+	errs.Join(flags.CheckKafka(fs, &o.kc))
 	if o.topic == "" {
 		o.topic = tiers.DeadLetterTopic(o.prefix)
 	}
@@ -178,7 +179,8 @@ func (o *options) validate(fs *cli.FlagSet, sub string) service.Checks {
 		errs.Add("format", "%q: want text or json", o.format)
 	}
 	if sub == "replay" {
-		table := errs.Tiers(o.tierList)
+		table, err := flags.ParseTiers(o.tierList)
+		errs.Join(err)
 		if len(o.targets) == 0 {
 			o.targets = []string{tiers.CancelTopic(o.prefix)}
 		}
@@ -191,5 +193,5 @@ func (o *options) validate(fs *cli.FlagSet, sub string) service.Checks {
 		}
 		o.rule = newReplayRule(o.prefix, table, o.targets, o.to)
 	}
-	return errs
+	return errs.Err()
 }

@@ -109,8 +109,8 @@ func (o *options) register(fs *cli.FlagSet) {
 }
 
 // validate loads the closers file and reports every problem with the flags.
-func (o *options) validate() service.Checks {
-	var errs service.Checks
+func (o *options) validate() error {
+	var errs cli.Problems
 	if o.path == "" {
 		errs.Add("closers", "required: the closers file with the kind's sql closer")
 	} else {
@@ -141,7 +141,7 @@ func (o *options) validate() service.Checks {
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		errs.Add("log-level", "%q: want debug, info, warn or error", o.logLevel)
 	}
-	return errs
+	return errs.Err()
 }
 
 func printReconcile(w io.Writer, r sqlcloser.ReconcileReport, format string, dryRun bool) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/chflags"
 	"github.com/hourglass/hourglass/internal/recorder"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
@@ -65,31 +66,13 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	c.Register(fs, "hourglass-recorder", "127.0.0.1:8082")
 	k := &c.Recorder
 	fs.StringVar(&c.Prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	k.RegisterFlags(fs)
+	register(fs, k)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the canceller's outcome signing key: events without a valid signature are skipped (default: every event is stored)")
-	c.ClickHouse.RegisterFlags(fs)
+	chflags.Register(fs, &c.ClickHouse)
 	fs.BoolVar(&c.Migrate, "migrate", cli.Env("migrate"), true, "create the database and apply schema migrations at start")
 	fs.BoolVar(&c.MigrateOnly, "migrate-only", cli.Env("migrate-only"), false, "apply the schema migrations and exit, without Kafka (for a migration Job)")
-	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
-		if k.Topic == "" {
-			k.Topic = tiers.OutcomesTopic(c.Prefix)
-		}
-		k.SessionTimeout = c.SessionTimeout
-		errs := service.Checks(k.Validate())
-		key, err := service.ReadKey(c.OutcomesKeyFile)
-		if err != nil {
-			errs.Add("outcomes-key-file", "%v", err)
-		}
-		k.OutcomesKey = key
-		if c.MigrateOnly && !c.Migrate {
-			errs.Add("migrate-only", "contradicts --migrate=false")
-		}
-		if c.Prefix == "" {
-			errs.Add("topic-prefix", "must not be empty")
-		}
-		return append(errs, c.ClickHouse.Validate()...)
-	})
+	stop, err := service.Parse(fs, args, stdout, &c.Common, c.check)
 	return &c, stop, err
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/chflags"
 	"github.com/hourglass/hourglass/internal/report"
 	"github.com/hourglass/hourglass/internal/service"
 )
@@ -60,7 +61,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, now
 		return err
 	}
 	from, to, errs := f.validate(now)
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(errs.Err()); err != nil {
 		return service.UsageError{Err: err}
 	}
 
@@ -100,7 +101,7 @@ func buildReport(ctx context.Context, store *chstore.Store, o report.Options) (*
 }
 
 // window returns the report window from the flags, or the problems.
-func (f *reportFlags) window(now time.Time) (from, to time.Time, errs service.Checks) {
+func (f *reportFlags) window(now time.Time) (from, to time.Time, errs cli.Problems) {
 	if f.since != 0 && (f.from != "" || f.to != "") {
 		errs.Add("since", "give --since or --from/--to, not both")
 		return
@@ -187,12 +188,12 @@ func (f *reportFlags) register(fs *cli.FlagSet) {
 	fs.IntVar(&f.limit, "limit", "", report.DefaultLimit, "how many late or failed attempts to list")
 	fs.DurationVar(&f.bucket, "bucket", "", 0, "bucket of the lateness timeline (default: 1s to 24h, at most 60 buckets)")
 	fs.DurationVar(&f.timeout, "timeout", "", time.Minute, "bound on the queries")
-	f.clickhouse.RegisterFlags(fs)
+	chflags.Register(fs, &f.clickhouse)
 }
 
 // validate reports every problem with the flags, and returns the window
 // they give, at now.
-func (f *reportFlags) validate(now time.Time) (from, to time.Time, errs service.Checks) {
+func (f *reportFlags) validate(now time.Time) (from, to time.Time, errs cli.Problems) {
 	from, to, errs = f.window(now)
 	if f.format != report.FormatText && f.format != report.FormatJSON {
 		errs.Add("format", "%q: want text or json (HTML goes to --html FILE)", f.format)
@@ -215,6 +216,6 @@ func (f *reportFlags) validate(now time.Time) (from, to time.Time, errs service.
 	if f.timeout <= 0 {
 		errs.Add("timeout", "%v: must be positive", f.timeout)
 	}
-	errs = append(errs, f.clickhouse.Validate()...)
+	errs.Join(chflags.Check(f.clickhouse))
 	return from, to, errs
 }

@@ -43,27 +43,11 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	fs := cli.NewFlagSet("router", routerUsage)
 	fs.SetOutput(stderr)
 	c.Register(fs, "hourglass-router", "127.0.0.1:8080")
-	r := &c.Router
-	parsed := r.RegisterFlags(fs)
+	var raw rawFlags
+	register(fs, &c.Router, &raw)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the key that signs the outcome events of cancelled deadlines (the canceller's); default: unsigned")
-	stop, err := service.Parse(fs, args, stdout, &c.Common, func() service.Checks {
-		errs := service.Checks(parsed())
-		r.SessionTimeout = c.SessionTimeout
-		key, err := service.ReadKey(c.OutcomesKeyFile)
-		if err != nil {
-			errs.Add("outcomes-key-file", "%v", err)
-		}
-		r.OutcomesKey = key
-		if r.Tiers.Len() > 0 {
-			// Only the topic names derive from the prefix; every other
-			// flag has its default already, so a zero is the user's and
-			// is reported rather than replaced.
-			*r = r.WithTopicDefaults()
-			errs = append(errs, r.Validate()...)
-		}
-		return errs
-	})
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error { return c.check(raw) })
 	return &c, stop, err
 }
 

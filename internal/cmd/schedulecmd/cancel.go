@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -53,7 +52,7 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	c.registerCancellations(fs)
 	fs.StringVar(&rawDue, "due", "", "", "only the deadline due at this `time`: RFC 3339 or unix milliseconds (default: every deadline of the task)")
 	fs.BoolVar(&withdraw, "withdraw", "", false, "withdraw the task's cancellation instead")
-	err := c.parse(fs, args, func(errs *service.Checks) {
+	err := c.parse(fs, args, func(errs *cli.Problems) {
 		if rawDue == "" {
 			return
 		}

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
-	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -56,16 +56,19 @@ func (c *common) cancellationsTopic() string {
 // --client-id.
 func (c *common) register(fs *cli.FlagSet, clientID string) {
 	fs.StringVar(&c.id, "id", "", "", "`task-id` (the order id): the record key")
-	c.kc.RegisterFlags(fs, clientID)
+	flags.Kafka(fs, &c.kc, clientID)
 	fs.StringVar(&c.prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name (the router's)")
-	topics.TiersVar(fs, &c.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`")
+	flags.Tiers(fs, &c.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`")
 	fs.DurationVar(&c.timeout, "timeout", "", DefaultTimeout, "bound on connecting and producing")
 }
 
 // validate reports every problem with the shared flags.
-func (c *common) validate(fs *cli.FlagSet) service.Checks {
-	errs := service.Checks(c.kc.Validate(fs))
-	c.table = errs.Tiers(c.rawTiers)
+func (c *common) validate(fs *cli.FlagSet) cli.Problems {
+	var errs cli.Problems
+	errs.Join(flags.CheckKafka(fs, &c.kc))
+	table, err := flags.ParseTiers(c.rawTiers)
+	errs.Join(err)
+	c.table = table
 	switch {
 	case c.id == "":
 		errs.Add("id", "required: the task id")
@@ -86,13 +89,13 @@ func (c *common) validate(fs *cli.FlagSet) service.Checks {
 
 // parse parses args into fs and validates them with check, which adds the
 // command's own problems to the shared ones.
-func (c *common) parse(fs *cli.FlagSet, args []string, check func(errs *service.Checks)) error {
+func (c *common) parse(fs *cli.FlagSet, args []string, check func(errs *cli.Problems)) error {
 	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
 	errs := c.validate(fs)
 	check(&errs)
-	if err := fs.Explain(errs); err != nil {
+	if err := fs.Explain(errs.Err()); err != nil {
 		return service.UsageError{Err: err}
 	}
 	return nil
@@ -101,7 +104,7 @@ func (c *common) parse(fs *cli.FlagSet, args []string, check func(errs *service.
 // client returns a producing client of the flags, with extra options, and
 // the partition count of each of topics, which must exist.
 func (c *common) client(ctx context.Context, topicNames []string, extra ...kgo.Opt) (*kgo.Client, map[string]int, error) {
-	opts, err := c.kc.Opts()
+	opts, err := flags.KafkaOpts(&c.kc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -113,7 +116,7 @@ func (c *common) client(ctx context.Context, topicNames []string, extra ...kgo.O
 	parts, err := partitionCounts(ctx, kadm.NewClient(cl), topicNames)
 	if err != nil {
 		cl.Close()
-		return nil, nil, c.kc.NoAnswer(ctx, err, c.timeout)
+		return nil, nil, flags.NoAnswer(ctx, &c.kc, err, c.timeout)
 	}
 	return cl, parts, nil
 }
@@ -171,7 +174,7 @@ func (f *taskFlags) register(fs *cli.FlagSet) {
 
 // task returns the task of the flags of fs for id at now, adding the
 // problems to errs.
-func (f *taskFlags) task(fs *cli.FlagSet, id string, now time.Time, errs *service.Checks) tiers.Task {
+func (f *taskFlags) task(fs *cli.FlagSet, id string, now time.Time, errs *cli.Problems) tiers.Task {
 	t := tiers.Task{ID: id, Kind: f.kind, Target: f.target}
 	f.inSet = fs.Source("in") != cli.SourceDefault
 	switch {

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -81,7 +80,7 @@ func parseReschedule(args []string, stderr io.Writer) (*rescheduleArgs, error) {
 	f.register(fs)
 	fs.StringVar(&rawFrom, "from", "", "", "only cancel the deadline due at this `time`: RFC 3339 or unix milliseconds (default: every deadline of the task)")
 	fs.StringVar(&a.txnPrefix, "transactional-id-prefix", cli.Env("transactional-id-prefix"), DefaultTransactionalIDPrefix, "`prefix` of the run's transactional id")
-	err := a.parse(fs, args, func(errs *service.Checks) {
+	err := a.parse(fs, args, func(errs *cli.Problems) {
 		a.task = f.task(fs, a.id, now, errs)
 		if a.txnPrefix == "" {
 			errs.Add("transactional-id-prefix", "must not be empty")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
-	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -39,7 +38,7 @@ func Schedule(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	c.register(fs, "hourglass-schedule")
 	f.register(fs)
-	if err := c.parse(fs, args, func(errs *service.Checks) { task = f.task(fs, c.id, now, errs) }); err != nil {
+	if err := c.parse(fs, args, func(errs *cli.Problems) { task = f.task(fs, c.id, now, errs) }); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)

@@ -16,10 +16,11 @@ import (
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/chflags"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/term"
-	"github.com/hourglass/hourglass/internal/topics"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -73,9 +74,9 @@ type options struct {
 
 // register registers the flags of status on fs.
 func (o *options) register(fs *cli.FlagSet) {
-	o.kc.RegisterFlags(fs, "hourglass-status")
+	flags.Kafka(fs, &o.kc, "hourglass-status")
 	fs.StringVar(&o.prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
-	topics.TiersVar(fs, &o.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: their topics are read")
+	flags.Tiers(fs, &o.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: their topics are read")
 	fs.StringsVar(&o.targets, "topics", cli.Env("topics"), nil, "target `topics`, comma-separated (default <prefix>cancel); a target a delay record of the task names is read too")
 	fs.StringVar(&o.outcomes, "outcomes-topic", cli.Env("outcomes-topic"), "", "outcome `topic` (default <prefix>outcomes)")
 	fs.StringVar(&o.deadLetter, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
@@ -84,14 +85,17 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", "", DefaultTimeout, "bound on the whole command; what is not read by then is reported as incomplete")
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
 	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "also look the task up in ClickHouse's outcomes table (--clickhouse-* flags)")
-	o.ch.RegisterFlags(fs)
+	chflags.Register(fs, &o.ch)
 }
 
 // validate reports every problem with the flags and sets the defaults
 // derived from --topic-prefix.
-func (o *options) validate(fs *cli.FlagSet) service.Checks {
-	errs := service.Checks(o.kc.Validate(fs))
-	o.table = errs.Tiers(o.rawTiers)
+func (o *options) validate(fs *cli.FlagSet) error {
+	var errs cli.Problems
+	errs.Join(flags.CheckKafka(fs, &o.kc))
+	table, err := flags.ParseTiers(o.rawTiers)
+	errs.Join(err)
+	o.table = table
 	o.outcomes = cmp.Or(o.outcomes, tiers.OutcomesTopic(o.prefix))
 	o.deadLetter = cmp.Or(o.deadLetter, tiers.DeadLetterTopic(o.prefix))
 	o.cancellations = cmp.Or(o.cancellations, tiers.CancellationsTopic(o.prefix))
@@ -121,9 +125,9 @@ func (o *options) validate(fs *cli.FlagSet) service.Checks {
 		errs.Add("format", "%q: want text or json", o.format)
 	}
 	if o.clickhouse {
-		errs = append(errs, o.ch.WithDefaults().Validate()...)
+		errs.Join(chflags.Check(o.ch.WithDefaults()))
 	}
-	return errs
+	return errs.Err()
 }
 
 // parse parses the command line: flags and the task id, anywhere among
@@ -216,7 +220,7 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 // readKafka reads the task's records since from: the topics of the flags,
 // then the targets its delay records name.
 func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Time) (*kept, []*PartRead, error) {
-	opts, err := o.kc.Opts()
+	opts, err := flags.KafkaOpts(&o.kc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,7 +234,7 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 	r := &reader{opts: opts, adm: kadm.NewClient(cl), key: []byte(o.id), prefix: o.prefix, progress: progress}
 	reads, err := r.read(ctx, o.sources(), from)
 	if err != nil {
-		return nil, nil, o.kc.NoAnswer(ctx, err, o.timeout)
+		return nil, nil, flags.NoAnswer(ctx, &o.kc, err, o.timeout)
 	}
 	if extra := namedTargets(r.kept.targets); len(extra) > 0 {
 		moreReads, err := r.read(ctx, extra, from)

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/topics"
@@ -37,8 +38,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs := cli.NewFlagSet("topics", topicsUsage)
 	fs.SetOutput(stderr)
-	kc.RegisterFlags(fs, "hourglass-topics")
-	topics.TiersVar(fs, &rawTiers, tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
+	flags.Kafka(fs, &kc, "hourglass-topics")
+	flags.Tiers(fs, &rawTiers, tiers.DefaultTiers, "delay tiers: comma-separated `durations`")
 	fs.StringVar(&prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	fs.IntVar(&partitions, "partitions", cli.Env("partitions"), topics.DefaultPartitions, "partitions of each topic")
 	fs.IntVar(&replication, "replication-factor", cli.Env("replication-factor"), -1, "replication factor; -1 uses the broker default")
@@ -46,14 +47,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
-	errs := service.Checks(kc.Validate(fs))
-	table := errs.Tiers(rawTiers)
+	var errs cli.Problems
+	errs.Join(flags.CheckKafka(fs, &kc))
+	table, err := flags.ParseTiers(rawTiers)
+	errs.Join(err)
 	errs.IntRange("partitions", partitions, 1, 10_000)
-	errs.Replication("replication-factor", replication)
-	if err := fs.Explain(errs); err != nil {
+	errs.Join(flags.CheckReplication(replication))
+	if err := fs.Explain(errs.Err()); err != nil {
 		return service.UsageError{Err: err}
 	}
-	opts, err := kc.Opts()
+	opts, err := flags.KafkaOpts(&kc)
 	if err != nil {
 		return err
 	}

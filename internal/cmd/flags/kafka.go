@@ -1,0 +1,90 @@
+package flags
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/kafka"
+)
+
+// kafkaFields are the flags of kafka.Config's fields.
+var kafkaFields = cli.Fields{
+	"Brokers":               "brokers",
+	"ClientID":              "client-id",
+	"TLS":                   "tls",
+	"TLSCAFile":             "tls-ca-file",
+	"TLSCertFile":           "tls-cert-file",
+	"TLSKeyFile":            "tls-key-file",
+	"TLSServerName":         "tls-server-name",
+	"TLSInsecureSkipVerify": "tls-insecure-skip-verify",
+	"SASLMechanism":         "sasl-mechanism",
+	"SASLUser":              "sasl-user",
+	"SASLPassword":          "sasl-password",
+	"SASLPasswordFile":      "sasl-password-file",
+}
+
+// Kafka registers every field of c as a flag on fs with its HOURGLASS_*
+// environment variable (--brokers and HOURGLASS_BROKERS, --tls-ca-file and
+// HOURGLASS_TLS_CA_FILE, ...), storing the defaults into c: the brokers
+// kafka.DefaultBrokers, the client ID clientID, typically the command's
+// name.
+func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
+	env := cli.Env
+	fs.StringsVar(&c.Brokers, "brokers", env("brokers"), []string{kafka.DefaultBrokers},
+		"Kafka seed brokers, comma-separated `host:port,...`")
+	fs.StringVar(&c.ClientID, "client-id", env("client-id"), clientID,
+		"Kafka client ID, seen in broker logs and quotas")
+	fs.BoolVar(&c.TLS, "tls", env("tls"), false,
+		"connect to the brokers with TLS (implied by any other --tls-* flag)")
+	fs.StringVar(&c.TLSCAFile, "tls-ca-file", env("tls-ca-file"), "",
+		"PEM `file` of CA certificates to trust instead of the system pool")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", env("tls-cert-file"), "",
+		"PEM client certificate `file` for mutual TLS (needs --tls-key-file)")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", env("tls-key-file"), "",
+		"PEM private key `file` of --tls-cert-file")
+	fs.StringVar(&c.TLSServerName, "tls-server-name", env("tls-server-name"), "",
+		"`name` to verify the broker certificates against (default: the host dialed)")
+	fs.BoolVar(&c.TLSInsecureSkipVerify, "tls-insecure-skip-verify", env("tls-insecure-skip-verify"), false,
+		"do not verify broker certificates (tests only)")
+	fs.StringVar(&c.SASLMechanism, "sasl-mechanism", env("sasl-mechanism"), "",
+		"SASL `mechanism`: plain, scram-sha-256 or scram-sha-512 (default: no SASL)")
+	fs.StringVar(&c.SASLUser, "sasl-user", env("sasl-user"), "",
+		"SASL `user`")
+	fs.StringVar(&c.SASLPassword, "sasl-password", env("sasl-password"), "",
+		"SASL `password`; prefer the environment variable or --sasl-password-file")
+	fs.StringVar(&c.SASLPasswordFile, "sasl-password-file", env("sasl-password-file"), "",
+		"`file` holding the SASL password, e.g. a mounted secret; a trailing newline is trimmed")
+}
+
+// CheckKafka returns the problems of c, each a *cli.FlagError of its flag;
+// a message that mentions another flag names its environment variable too,
+// as fs registered it.
+func CheckKafka(fs *cli.FlagSet, c *kafka.Config) error {
+	return kafkaFields.Flags(c.Validate(), fs.Name)
+}
+
+// KafkaOpts returns c.Opts(), with a problem of c naming its flag.
+func KafkaOpts(c *kafka.Config) ([]kgo.Opt, error) {
+	opts, err := c.Opts()
+	if err != nil {
+		return nil, kafkaFields.Flags(err, nil)
+	}
+	return opts, nil
+}
+
+// NoAnswer says that the brokers of c did not answer within a command's
+// --timeout, when err is that (ctx ended, or a read or dial timed out);
+// else it returns err.
+func NoAnswer(ctx context.Context, c *kafka.Config, err error, timeout time.Duration) error {
+	if ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("no answer from --brokers %s within --timeout %v: %w", strings.Join(c.Brokers, ","), timeout, err)
+}
