@@ -161,9 +161,3 @@ func (e *CommandLineError) Unwrap() error { return e.Err }
 func (f *FlagSet) BadArgs(format string, args ...any) error {
 	return &CommandLineError{Cmd: f.name, Err: fmt.Errorf(format, args...)}
 }
-
-// Suggest is [suggest.Closest].
-//
-// Deprecated: import internal/suggest: a library that suggests the keys of
-// its own files has no need of the command line.
-func Suggest(name string, candidates []string) string { return suggest.Closest(name, candidates) }

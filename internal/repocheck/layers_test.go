@@ -26,15 +26,8 @@ var commandLine = []string{
 	"github.com/hourglass/hourglass/internal/service",
 }
 
-// pending are the libraries that still import the command line, each with
-// what it still takes from it.
-var pending = map[string]string{
-	"github.com/hourglass/hourglass/internal/closer/closerfile": "cli.Suggest, now internal/suggest",
-}
-
 // TestLibrariesKnowNoCommandLine runs go list over the libraries and
-// reports each that depends on internal/cli or internal/service, and each
-// pending one that no longer does.
+// reports each that depends on internal/cli, internal/service or a command.
 func TestLibrariesKnowNoCommandLine(t *testing.T) {
 	n := 0
 	for line := range strings.Lines(goList(t, libraries...)) {
@@ -46,12 +39,8 @@ func TestLibrariesKnowNoCommandLine(t *testing.T) {
 				bad = append(bad, d)
 			}
 		}
-		why, isPending := pending[pkg]
-		switch {
-		case len(bad) > 0 && !isPending:
+		if len(bad) > 0 {
 			t.Errorf("%s depends on %s: a library does not know the command line", pkg, strings.Join(bad, ", "))
-		case len(bad) == 0 && isPending:
-			t.Errorf("%s no longer depends on the command line (%s): drop it from pending", pkg, why)
 		}
 	}
 	if n < len(libraries) {

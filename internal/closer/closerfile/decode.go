@@ -9,8 +9,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer"
+	"github.com/hourglass/hourglass/internal/suggest"
 )
 
 // placed is a problem of a closers file at its line (0 if not known). Its
@@ -226,7 +226,7 @@ func unknownKey(key string, keys []string) string {
 	if len(keys) == 0 {
 		return fmt.Sprintf("unknown key %q; this takes no keys", key)
 	}
-	if s := cli.Suggest(key, keys); s != "" {
+	if s := suggest.Closest(key, keys); s != "" {
 		return fmt.Sprintf("unknown key %q; did you mean %s?", key, s)
 	}
 	return fmt.Sprintf("unknown key %q; want one of %s", key, strings.Join(keys, ", "))
