@@ -463,7 +463,8 @@ func imageBinaries(t *testing.T) (goBuild, string) {
 	t.Cleanup(func() {
 		imageBuild.Lock()
 		defer imageBuild.Unlock()
-		if imageBuild.users--; imageBuild.users == 0 {
+		imageBuild.users--
+		if imageBuild.users == 0 {
 			os.RemoveAll(imageBuild.dir)
 		}
 	})

@@ -1,6 +1,7 @@
 package canceller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -398,7 +399,7 @@ func TestCloseFailed(t *testing.T) {
 		if src, _ := tiers.Header(r.Headers, tiers.HeaderSource); string(src) != fmt.Sprintf("%s[0]@%d", b.cfg.Topics[0], offs[id]) {
 			t.Errorf("%s: source %q", id, src)
 		}
-		if at, _ := tiers.Header(r.Headers, tiers.HeaderDeadAt); string(at) != string(tiers.FormatMillis(t0)) {
+		if at, _ := tiers.Header(r.Headers, tiers.HeaderDeadAt); !bytes.Equal(at, tiers.FormatMillis(t0)) {
 			t.Errorf("%s: dead at %q, want %d", id, at, t0.UnixMilli())
 		}
 		if string(r.Value) != "v-"+id {
@@ -407,7 +408,7 @@ func TestCloseFailed(t *testing.T) {
 		if v, _ := tiers.Header(r.Headers, "x-trace"); string(v) != id {
 			t.Errorf("%s: the record's own headers were not kept: %v", id, r.Headers)
 		}
-		if v, _ := tiers.Header(r.Headers, tiers.HeaderDue); string(v) != string(tiers.FormatMillis(due)) {
+		if v, _ := tiers.Header(r.Headers, tiers.HeaderDue); !bytes.Equal(v, tiers.FormatMillis(due)) {
 			t.Errorf("%s: due header %q not kept", id, v)
 		}
 	}

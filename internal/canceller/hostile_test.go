@@ -1,6 +1,7 @@
 package canceller
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -114,7 +115,7 @@ func TestRetryTooLarge(t *testing.T) {
 	if v, _ := tiers.Header(dl.Headers, tiers.HeaderReason); !strings.HasPrefix(string(v), reasonProduceFailed) {
 		t.Errorf("dead letter reason %q, want %s", v, reasonProduceFailed)
 	}
-	if string(dl.Value) != string(value) {
+	if !bytes.Equal(dl.Value, value) {
 		t.Errorf("dead letter value of %d bytes, want the record's %d", len(dl.Value), len(value))
 	}
 	if err := b.stop(); err != nil {

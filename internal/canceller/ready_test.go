@@ -41,7 +41,7 @@ func TestNotReadyWhileGroupFails(t *testing.T) {
 		if i == 6 {
 			t.Fatalf("still ready after its group refused it for %v", b.clock.Now().Sub(t0))
 		}
-		if err := fault.Wait(ctx, int(fault.Hits())+1); err != nil {
+		if err := fault.Wait(ctx, fault.Hits()+1); err != nil {
 			t.Fatalf("no heartbeat or join refused: %v", err)
 		}
 		if failing := b.c.member.FetchFailingFor(); failing >= consumer.FetchFailingAfter {

@@ -171,7 +171,9 @@ func TestConcurrentNeverSameTask(t *testing.T) {
 	lock, unlock := mu.Lock, mu.Unlock
 	cr := closer.CloserFunc(func(ctx context.Context, tk closer.Task) (closer.Result, error) {
 		var seq int
-		fmt.Sscan(string(tk.Payload), &seq)
+		if _, err := fmt.Sscan(string(tk.Payload), &seq); err != nil {
+			return closer.Result{}, fmt.Errorf("payload %q: %w", tk.Payload, err)
+		}
 		lock()
 		running[tk.ID]++
 		now++

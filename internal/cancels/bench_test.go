@@ -101,7 +101,8 @@ func BenchmarkPut(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		batch.Put(tiers.Cancellation{ID: "order-" + strconv.Itoa(i), At: now}, now.Add(24*time.Hour))
-		if i++; i%1000 == 0 {
+		i++
+		if i%1000 == 0 {
 			if err := batch.Commit(); err != nil {
 				b.Fatal(err)
 			}

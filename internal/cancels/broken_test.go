@@ -68,7 +68,8 @@ func TestStoreDirRemovedWhileWriting(t *testing.T) {
 	go func() { closed <- s.Close() }()
 	poll.Until(t, 10*time.Second, "Close of a broken store to return", func() bool {
 		select {
-		case <-closed:
+		case err := <-closed:
+			t.Logf("Close of the broken store returned %v", err)
 			return true
 		default:
 			return false

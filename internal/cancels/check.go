@@ -11,17 +11,17 @@ import (
 type Verdict uint8
 
 const (
-	// Unread: not every cancellation acknowledged before the deadline was
-	// due has been read yet. Ask for it with Want and check again when
+	// Unread means that not every cancellation acknowledged before the
+	// deadline was due has been read yet. Ask for it with Want and check again when
 	// Advanced is signalled.
 	Unread Verdict = iota
-	// Held: a transaction still open on the topic wrote a record of the
-	// task id; it may cancel the deadline once committed. Check again when
+	// Held means that a transaction still open on the topic wrote a record
+	// of the task id; it may cancel the deadline once committed. Check again when
 	// Advanced is signalled.
 	Held
-	// Clear: no cancellation calls the deadline off; it may leave.
+	// Clear means that no cancellation calls the deadline off; it may leave.
 	Clear
-	// Cancelled: a cancellation calls the deadline off.
+	// Cancelled means that a cancellation calls the deadline off.
 	Cancelled
 )
 

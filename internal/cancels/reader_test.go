@@ -2,6 +2,7 @@ package cancels
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,10 +24,9 @@ import (
 )
 
 // readerBundle is a Reader on its own kfake cluster, running until the test
-// ends, and a client to produce cancellations.
+// ends, and the cluster's seeds, to produce cancellations.
 type readerBundle struct {
 	r     *Reader
-	cl    *kgo.Client
 	seeds kgo.Opt
 	stop  func()
 }
@@ -367,7 +367,12 @@ func TestReaderReportsStall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	b := &readerBundle{r: r}
 	b.cover(t)
 	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListOffsets}, Topic: testTopic, Err: kerr.NotLeaderForPartition, Count: -1})

@@ -140,7 +140,7 @@ func Open(o Options) (*Store, error) {
 	defer cache.Unref() // the DB holds its own reference
 	db, err := pebble.Open(s.dir, pebbleOptions(cache, s.dir, s.fail))
 	if err != nil {
-		s.removeTemp()
+		_ = s.removeTemp()                  // the error to report is Open's
 		if errors.Is(err, syscall.EAGAIN) { // Linux's answer to a lock another process holds
 			return nil, fmt.Errorf("cancels: %s is in use by another process: each router needs a directory of its own: %w", s.dir, err)
 		}
@@ -149,7 +149,7 @@ func Open(o Options) (*Store, error) {
 	s.db = db
 	if err := s.load(); err != nil {
 		_ = db.Close()
-		s.removeTemp()
+		_ = s.removeTemp()
 		return nil, err
 	}
 	return s, nil

@@ -540,7 +540,7 @@ func TestOpenDirInUse(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Println("open")
-		io.Copy(io.Discard, os.Stdin)
+		_, _ = io.Copy(io.Discard, os.Stdin) // returns when the test closes stdin
 		s.Close()
 		return
 	}
@@ -558,7 +558,7 @@ func TestOpenDirInUse(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	defer func() { _ = cmd.Wait() }() // it exits when stdin closes; its status says nothing more
 	defer stdin.Close()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || line != "open\n" {

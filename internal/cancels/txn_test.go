@@ -2,6 +2,7 @@ package cancels
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -227,7 +228,12 @@ func TestReaderCoveredFromRoundStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	b := &readerBundle{r: r}
 	b.waitCovered(t, fc.Now())
 	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -280,7 +286,12 @@ func TestReaderTransactionOverflow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	b := &readerBundle{r: r, seeds: seeds}
 	cl, err := kgo.NewClient(seeds)
 	if err != nil {
@@ -451,7 +462,12 @@ func TestReaderBigBatches(t *testing.T) {
 	rctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	b := &readerBundle{r: r, seeds: seeds}
 	due := time.Now()
 	b.cover(t)

@@ -135,7 +135,9 @@ func TestMigrateOrderAndOnce(t *testing.T) {
 		}
 		for rows.Next() {
 			var n uint32
-			rows.Scan(&n)
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
 			got = append(got, n)
 		}
 		rows.Close()

@@ -147,7 +147,7 @@ func (s *Store) Insert(ctx context.Context, events []outcome.Event) error {
 			e.ScheduledMs, e.DueMs, e.DeadlineMs, e.ForwardedMs, e.ClosedMs, e.LatenessMs,
 			e.Instance, e.Topic, e.Partition, e.Offset, now)
 		if err != nil {
-			b.Abort()
+			_ = b.Abort() // the error to report is Append's
 			return fmt.Errorf("insert %d rows into %s: row %d (%s[%d]@%d): %w", len(events), s.table(OutcomesTable), i, e.Topic, e.Partition, e.Offset, err)
 		}
 	}

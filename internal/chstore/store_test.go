@@ -22,7 +22,9 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func TestConfigValidate(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty")
-	os.WriteFile(empty, nil, 0o600)
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		cfg  chstore.Config
@@ -144,7 +146,9 @@ func TestQueries(t *testing.T) {
 	}
 	for rows.Next() {
 		var o string
-		rows.Scan(&o)
+		if err := rows.Scan(&o); err != nil {
+			t.Fatal(err)
+		}
 		outcomes = append(outcomes, o)
 	}
 	rows.Close()
@@ -244,7 +248,7 @@ func checkQueries(t *testing.T, s *chstore.Store, dup int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := func(d time.Duration) time.Time { return t0.Add(d) }
+	m := t0.Add
 	wantBuckets := []chstore.Bucket{
 		{Start: m(0), Count: 1, P50: 5, P99: 5, Max: 5, Failed: 1, Retries: 1},
 		{Start: m(time.Minute), Count: 2, P50: 20, P99: 20, Max: 20},

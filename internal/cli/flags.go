@@ -63,10 +63,10 @@ type value interface {
 }
 
 // Env returns the environment variable of a flag by Hourglass's convention:
-// HOURGLASS_ and the flag in upper case with dashes as underscores
+// HOURGLASS_ and the flag's name in upper case with dashes as underscores
 // ("max-delay" is HOURGLASS_MAX_DELAY).
-func Env(flag string) string {
-	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+func Env(name string) string {
+	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // NewFlagSet returns an empty FlagSet for the command name, as a user types
@@ -170,14 +170,14 @@ func (f *FlagSet) Source(name string) string {
 	return ""
 }
 
-// Name returns how to refer to flag in a message: "--max-delay
+// Name returns how to refer to flag name in a message: "--max-delay
 // (HOURGLASS_MAX_DELAY)", or "--max-delay" if it has no environment variable
 // or was never registered.
-func (f *FlagSet) Name(flag string) string {
-	if e, ok := f.byName[flag]; ok && e.env != "" {
-		return "--" + flag + " (" + e.env + ")"
+func (f *FlagSet) Name(name string) string {
+	if e, ok := f.byName[name]; ok && e.env != "" {
+		return "--" + name + " (" + e.env + ")"
 	}
-	return "--" + flag
+	return "--" + name
 }
 
 // Args returns the arguments left after the flags.

@@ -50,7 +50,7 @@ func (f *FlagSet) Usage() {
 			b.WriteByte('\n')
 		}
 	}
-	io.WriteString(f.out, b.String())
+	_, _ = io.WriteString(f.out, b.String()) // as flag.PrintDefaults: nothing to return it to
 }
 
 // PrintConfig writes every flag's effective value and its source, one per
@@ -66,7 +66,7 @@ func (f *FlagSet) PrintConfig(w io.Writer) {
 		}
 		fmt.Fprintf(&b, "--%s=%s (%s)\n", e.name, e.mask(v), e.source)
 	}
-	io.WriteString(w, b.String())
+	_, _ = io.WriteString(w, b.String()) // as Usage
 }
 
 // mask hides v if the flag holds a secret.

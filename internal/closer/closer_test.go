@@ -211,7 +211,7 @@ func TestPermanent(t *testing.T) {
 		{"wrapped once", fmt.Errorf("close o1: %w", p), true},
 		{"wrapped twice", fmt.Errorf("outer: %w", fmt.Errorf("close o1: %w", p)), true},
 		{"joined", errors.Join(errors.New("other"), p), true},
-		{"wrapped with %v", fmt.Errorf("close o1: %v", p), false},
+		{"wrapped with %v", fmt.Errorf("close o1: %v", p), false}, //nolint:errorlint // the case of an error not wrapped
 		{"plain wrapped", fmt.Errorf("close o1: %w", base), false},
 	} {
 		if got := IsPermanent(tc.err); got != tc.want {

@@ -26,7 +26,7 @@ func TestKnowsNoService(t *testing.T) {
 	var queue []string
 	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			rel := filepath.ToSlash(filepath.Join("internal/closer", path))
+			rel := filepath.ToSlash(filepath.Join("internal", "closer", path))
 			from[rel] = ""
 			queue = append(queue, rel)
 		}

@@ -60,7 +60,7 @@ func BenchmarkCancellerPostgres(b *testing.B) {
 	if _, err := db.Exec(`CREATE TABLE ` + table + ` (id bigint PRIMARY KEY, status text NOT NULL, closed_at timestamptz)`); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { db.Exec(`DROP TABLE IF EXISTS ` + table) })
+	b.Cleanup(func() { _, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) })
 	if _, err := db.Exec(`INSERT INTO `+table+` (id, status) SELECT g, 'UNPAID' FROM generate_series(1, $1) g`, orders); err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func BenchmarkCancellerPostgres(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sc.Stop()
+	defer func() { _ = sc.Stop() }()
 	timed := &timedCloser{Closer: sc}
 
 	// The backlog is in the cancel topic before the canceller starts.

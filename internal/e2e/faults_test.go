@@ -109,7 +109,7 @@ func (f *faultInjector) run(ctx context.Context, n int) {
 		if k.key == kmsg.Produce {
 			fault.When = func(r kmsg.Request) bool {
 				pr, ok := r.(*kmsg.ProduceRequest)
-				return !ok || pr.TimeoutMillis != int32(schedulerTimeout/time.Millisecond)
+				return !ok || int64(pr.TimeoutMillis) != schedulerTimeout.Milliseconds()
 			}
 		}
 		f.add(fault, on)
@@ -183,16 +183,16 @@ func watchCommits(ctx context.Context, group string) *commitWatch {
 	return w
 }
 
-// gaps returns the periods longer than min between two commits, each
+// gaps returns the periods longer than least between two commits, each
 // widened by slack before it: what was handed on in them may not have been
 // committed when the group lost its partitions.
-func (w *commitWatch) gaps(min, slack time.Duration, until time.Time) [][2]time.Time {
+func (w *commitWatch) gaps(least, slack time.Duration, until time.Time) [][2]time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out [][2]time.Time
 	times := append(slices.Clone(w.times), until)
 	for i := 1; i < len(times); i++ {
-		if times[i].Sub(times[i-1]) > min {
+		if times[i].Sub(times[i-1]) > least {
 			out = append(out, [2]time.Time{times[i-1].Add(-slack), times[i]})
 		}
 	}

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		// The test holds our stdin open while it runs; if it dies without
 		// killing us (a test timeout, say), stdin closes and we go too.
 		go func() {
-			io.Copy(io.Discard, os.Stdin)
+			_, _ = io.Copy(io.Discard, os.Stdin) // returns when stdin closes, whatever the reason
 			os.Exit(3)
 		}()
 		service.Main("hourglass", hourglasscmd.Run) // exits

@@ -63,7 +63,7 @@ func TestDatabaseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Stop()
+	defer func() { _ = sc.Stop() }()
 	counted := &countingCloser{Closer: sc}
 	cn, err := canceller.New(canceller.Config{
 		Prefix: p.prefix, Group: p.cancellerGroup(), Tiers: p.table, Instance: "e2e", SessionTimeout: sessionTimeout,
@@ -85,7 +85,9 @@ func TestDatabaseOutage(t *testing.T) {
 	pg.Stop(t)
 	down := time.Now()
 	var cpu0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0); err != nil {
+		t.Fatal(err)
+	}
 	prod, err := kgo.NewClient(p.seeds...)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +120,9 @@ func TestDatabaseOutage(t *testing.T) {
 	outage := time.Since(down)
 	callsDown := counted.calls.Load()
 	var cpu1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1); err != nil {
+		t.Fatal(err)
+	}
 	pg.Start(t)
 	up := time.Now()
 
@@ -160,6 +164,9 @@ func TestDatabaseOutage(t *testing.T) {
 		if status != want || closedAt.Valid != (want == "CLOSED") {
 			t.Errorf("order %d: %s (closed_at %v), want %s", id, status, closedAt, want)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 
 	// Outcomes: exactly one closed per unpaid order, skipped per paid one;

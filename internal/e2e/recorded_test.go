@@ -31,7 +31,9 @@ type flakyOnce struct {
 
 func (f *flakyOnce) Close(ctx context.Context, t closer.Task) (closer.Result, error) {
 	var n int
-	fmt.Sscanf(t.ID, "recorded-%d", &n)
+	if _, err := fmt.Sscanf(t.ID, "recorded-%d", &n); err != nil {
+		return closer.Result{}, fmt.Errorf("task id %q: %w", t.ID, err)
+	}
 	f.mu.Lock()
 	first := !f.seen[t.ID]
 	f.seen[t.ID] = true

@@ -14,7 +14,7 @@ type Error struct {
 	args   []any
 }
 
-// Ref, as an argument of [Errorf], is another field that the message
+// Ref is, as an argument of [Errorf], another field that the message
 // mentions, such as the other half of a pair: whoever names Field names it
 // the same way.
 type Ref string

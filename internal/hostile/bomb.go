@@ -107,11 +107,11 @@ func ProduceBatch(ctx context.Context, cl *kgo.Client, topic string, partition i
 	}
 	detail, ok := topics[topic]
 	if !ok || detail.Err != nil {
-		return fmt.Errorf("topic %s: %v", topic, detail.Err)
+		return fmt.Errorf("topic %s: %w", topic, detail.Err)
 	}
 	leader, ok := detail.Partitions[partition]
 	if !ok || leader.Err != nil {
-		return fmt.Errorf("topic %s partition %d: %v", topic, partition, leader.Err)
+		return fmt.Errorf("topic %s partition %d: %w", topic, partition, leader.Err)
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = -1

@@ -18,7 +18,7 @@ import (
 // FetchBackoffMax while the error lasts; the other partitions are fetched
 // as before.
 const (
-	FetchBackoffMin = 250 * time.Millisecond
+	FetchBackoffMin = 250 * time.Millisecond //nolint:revive // Min is the minimum, not minutes
 	FetchBackoffMax = 5 * time.Second
 )
 

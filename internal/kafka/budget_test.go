@@ -122,7 +122,8 @@ func testDecodeBudget(t *testing.T, c *kfake.Cluster, partitions int32) {
 		var held int64
 		fs.EachRecord(func(r *kgo.Record) {
 			held += heldBytes(r)
-			if got++; bytes.Equal(r.Key, []byte("last")) {
+			got++
+			if bytes.Equal(r.Key, []byte("last")) {
 				lasts++
 			}
 		})

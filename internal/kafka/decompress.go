@@ -34,11 +34,11 @@ type decompressor struct {
 	lz4    sync.Pool
 }
 
-func newDecompressor(max int, budget *decodeBudget) *decompressor {
-	d := &decompressor{max: max, budget: budget, plain: kgo.DefaultDecompressor()}
+func newDecompressor(limit int, budget *decodeBudget) *decompressor {
+	d := &decompressor{max: limit, budget: budget, plain: kgo.DefaultDecompressor()}
 	d.zstd.New = func() any {
 		dec, _ := zstd.NewReader(nil, zstd.WithDecoderLowmem(true), zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(uint64(max)), zstd.WithDecoderMaxWindow(uint64(max)))
+			zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderMaxWindow(uint64(limit)))
 		return dec
 	}
 	d.gzip.New = func() any { return new(gzip.Reader) }

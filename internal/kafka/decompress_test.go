@@ -17,9 +17,9 @@ import (
 )
 
 func TestDecompressor(t *testing.T) {
-	const max = 1 << 20
+	const limit = 1 << 20
 	small := bytes.Repeat([]byte("hourglass "), 1000)
-	big := make([]byte, max+1)
+	big := make([]byte, limit+1)
 	zstdOf := func(b []byte, opts ...zstd.EOption) []byte {
 		enc, _ := zstd.NewWriter(nil, opts...)
 		defer enc.Close()
@@ -28,15 +28,23 @@ func TestDecompressor(t *testing.T) {
 	gzipOf := func(b []byte) []byte {
 		var buf bytes.Buffer
 		w := gzip.NewWriter(&buf)
-		w.Write(b)
-		w.Close()
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 		return buf.Bytes()
 	}
 	lz4Of := func(b []byte) []byte {
 		var buf bytes.Buffer
 		w := lz4.NewWriter(&buf)
-		w.Write(b)
-		w.Close()
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 		return buf.Bytes()
 	}
 	xerialOf := func(blocks ...[]byte) []byte {
@@ -76,7 +84,7 @@ func TestDecompressor(t *testing.T) {
 		{"gzip over the cap", kgo.CodecGzip, gzipOf(big), nil},
 		{"lz4 over the cap", kgo.CodecLz4, lz4Of(big), nil},
 		{"snappy over the cap", kgo.CodecSnappy, s2.EncodeSnappy(nil, big), nil},
-		{"xerial over the cap", kgo.CodecSnappy, xerialOf(big[:max/2], big[max/2:]), nil},
+		{"xerial over the cap", kgo.CodecSnappy, xerialOf(big[:limit/2], big[limit/2:]), nil},
 		{"zstd corrupt", kgo.CodecZstd, corrupt(zstdOf(small)), nil},
 		{"gzip corrupt", kgo.CodecGzip, corrupt(gzipOf(small)), nil},
 		{"lz4 corrupt", kgo.CodecLz4, corrupt(lz4Of(small)), nil},
@@ -84,7 +92,7 @@ func TestDecompressor(t *testing.T) {
 		{"xerial truncated", kgo.CodecSnappy, xerialOf(small)[:30], nil},
 		{"unknown codec", kgo.CompressionCodecType(7), small, nil},
 	}
-	d := newDecompressor(max, newDecodeBudget(2*max, max, time.Now))
+	d := newDecompressor(limit, newDecodeBudget(2*limit, limit, time.Now))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := d.Decompress(tt.src, tt.codec)

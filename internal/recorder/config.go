@@ -15,7 +15,7 @@ const (
 	DefaultBatchRows       = 5000
 	DefaultFlushInterval   = time.Second
 	DefaultInsertTimeout   = 30 * time.Second
-	DefaultRetryMin        = 100 * time.Millisecond
+	DefaultRetryMin        = 100 * time.Millisecond //nolint:revive // Min is the minimum, not minutes
 	DefaultRetryMax        = 10 * time.Second
 	DefaultShutdownTimeout = 20 * time.Second
 )

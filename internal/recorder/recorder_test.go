@@ -79,7 +79,9 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b.adm.DeleteTopics(ctx, b.topic)
+		if _, err := b.adm.DeleteTopics(ctx, b.topic); err != nil {
+			t.Logf("delete %s: %v", b.topic, err)
+		}
 	})
 	return b
 }

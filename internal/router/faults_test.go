@@ -291,8 +291,8 @@ func TestDelayTopicCreatedAgain(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		cancel()
-		<-done
-		t.Fatalf("the router ran on for 30s after %s was created again, reading nothing from it", topic)
+		err := <-done
+		t.Fatalf("the router ran on for 30s after %s was created again, reading nothing from it (then returned %v)", topic, err)
 	}
 }
 

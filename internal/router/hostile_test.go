@@ -112,7 +112,7 @@ func TestClockSkew(t *testing.T) {
 func TestTargets(t *testing.T) {
 	table, _ := tiers.Parse("30s")
 	b := setup(t, Config{Tiers: table})
-	b.stop()
+	_ = b.stop() // its error is checked at cleanup
 	cfg := b.cfg
 	allowed := cfg.Prefix + "orders.close"
 	// "*" would allow every topic but the forbidden ones: delay, dead-letter
@@ -216,7 +216,7 @@ func TestOwnedHeadersDropped(t *testing.T) {
 			t.Errorf("%s lost a header of the producer's", name)
 		}
 	}
-	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(t0)) {
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); !bytes.Equal(v, tiers.FormatMillis(t0)) {
 		t.Errorf("forwarded at %q, want the router's %d", v, t0.UnixMilli())
 	}
 	if v, _ := tiers.Header(dl.Headers, tiers.HeaderSource); !strings.HasPrefix(string(v), topic+"[0]@") {
@@ -270,7 +270,7 @@ func TestSizeLimits(t *testing.T) {
 func TestNearLimitRecords(t *testing.T) {
 	table, _ := tiers.Parse("30s")
 	b := setup(t, Config{Tiers: table})
-	b.stop()
+	_ = b.stop() // its error is checked at cleanup
 	cfg := b.cfg
 	cfg.Target, cfg.DeadLetter = cfg.Prefix+"small.cancel", cfg.Prefix+"small.dlq"
 	cfg.AllowedTargets = nil
@@ -284,9 +284,9 @@ func TestNearLimitRecords(t *testing.T) {
 	huge := delayRecord(topic, "huge", t0, past)
 	huge.Value = bytes.Repeat([]byte("v"), 999_000)
 	b.produceRec(t, huge)
-	mid := delayRecord(topic, "mid", t0, past) // too large for the target, fits the dead-letter topic
-	mid.Value = make([]byte, 10_000)           // incompressible: the limit is on the compressed batch
-	rand.NewChaCha8([32]byte{1}).Read(mid.Value)
+	mid := delayRecord(topic, "mid", t0, past)          // too large for the target, fits the dead-letter topic
+	mid.Value = make([]byte, 10_000)                    // incompressible: the limit is on the compressed batch
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(mid.Value) // ChaCha8's Read never fails
 	b.produceRec(t, mid)
 	b.produceRec(t, delayRecord(topic, "after", t0, past))
 	b.read(t, cfg.Target, "after", 1)
@@ -425,7 +425,7 @@ func (b *bundle) readAll(t *testing.T, topic string) []*kgo.Record {
 func TestFailingTarget(t *testing.T) {
 	table, _ := tiers.Parse("30s")
 	b := setup(t, Config{Tiers: table})
-	b.stop()
+	_ = b.stop() // its error is checked at cleanup
 	cfg := b.cfg
 	failing := cfg.Prefix + "orders.failing"
 	cfg.AllowedTargets = []string{cfg.Target, failing}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"testing"
@@ -38,7 +39,7 @@ func TestTimerBytes(t *testing.T) {
 	for i := range n {
 		out := b.read(t, b.cfg.Target, "k"+strconv.Itoa(i), 1)[0]
 		want := tiers.FormatMillis(t0.Add(time.Duration(i+1) * time.Second))
-		if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(want) {
+		if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); !bytes.Equal(v, want) {
 			t.Errorf("k%d forwarded at %s, want its due time %s", i, v, want)
 		}
 	}
@@ -82,7 +83,7 @@ func TestTimerAfterTierWait(t *testing.T) {
 	b.clock.Advance(time.Millisecond)
 	b.waitStats(t, func(s Stats) bool { return s.Forwarded == before.Forwarded+1 })
 	out := b.read(t, b.cfg.Target, "k", 1)[0]
-	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); string(v) != string(tiers.FormatMillis(due)) {
+	if v, _ := tiers.Header(out.Headers, tiers.HeaderForwarded); !bytes.Equal(v, tiers.FormatMillis(due)) {
 		t.Errorf("forwarded at %s, want the due time %d", v, due.UnixMilli())
 	}
 }

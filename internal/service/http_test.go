@@ -31,7 +31,7 @@ func TestReadyz(t *testing.T) {
 	for _, tt := range tests {
 		h := mux(func() error { return tt.err }, prometheus.NewRegistry(), false, slog.New(slog.DiscardHandler))
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", http.NoBody))
 		if rec.Code != tt.wantCode || rec.Body.String() != tt.wantBody {
 			t.Errorf("%s: /readyz answered %d %q, want %d %q", tt.name, rec.Code, rec.Body.String(), tt.wantCode, tt.wantBody)
 		}

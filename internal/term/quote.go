@@ -23,7 +23,7 @@ import (
 // always such a literal, and strconv.Unquote gives back the original. The
 // empty string is returned as is.
 func Quote(s string) string {
-	if len(s) > 0 && s[0] == '"' {
+	if s != "" && s[0] == '"' {
 		return strconv.QuoteToGraphic(s)
 	}
 	for i, r := range s {

@@ -13,11 +13,15 @@ var (
 	// Version is the release version, v1.2.3; it wins over the main
 	// module's version in the build info.
 	Version string
-	// Revision, Time and Modified ("true" or "false") stand for the build
-	// info's vcs.revision, vcs.time and vcs.modified when go build did not
-	// record them: in a git worktree, or with -buildvcs=false. Recorded
-	// ones win.
-	Revision, Time, Modified string
+	// Revision stands for the build info's vcs.revision when go build did
+	// not record it: in a git worktree, or with -buildvcs=false. A recorded
+	// one wins; so for Time and Modified.
+	Revision string
+	// Time stands for vcs.time, as Revision does for vcs.revision.
+	Time string
+	// Modified ("true" or "false") stands for vcs.modified, as Revision
+	// does for vcs.revision.
+	Modified string
 )
 
 // devel is the version of a build with none recorded.

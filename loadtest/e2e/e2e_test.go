@@ -138,14 +138,15 @@ func stop(t *testing.T, name string, cmd *exec.Cmd, logs *bytes.Buffer) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
-	case <-done:
+	case err = <-done:
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
-		<-done
+		err = <-done
 	}
 	if t.Failed() {
-		t.Logf("%s output:\n%s", name, logs.String())
+		t.Logf("%s (%v) output:\n%s", name, err, logs.String())
 	}
 }
 

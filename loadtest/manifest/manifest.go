@@ -186,7 +186,7 @@ func Read(r io.Reader) (*Manifest, error) {
 			}
 			continue
 		}
-		if len(strings.TrimSpace(string(b))) == 0 {
+		if strings.TrimSpace(string(b)) == "" {
 			continue
 		}
 		var e Entry

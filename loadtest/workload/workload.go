@@ -128,23 +128,23 @@ func (c Config) checkWeights(bad func(key, format string, args ...any)) {
 // infeasible says why no delay up to MaxDelay has the shape s with c's
 // tiers; "" when some delay has it.
 func (c Config) infeasible(s Shape) string {
-	t0, max := c.Tiers.Smallest(), c.MaxDelay
+	t0, longest := c.Tiers.Smallest(), c.MaxDelay
 	switch s {
 	case BelowSmallest:
 		if t0 < 2*time.Millisecond {
 			return fmt.Sprintf("the smallest tier %v leaves no delay below it", t0)
 		}
 	case ExactTier:
-		if t0 > max {
-			return fmt.Sprintf("no tier is at most maxDelay %v", max)
+		if t0 > longest {
+			return fmt.Sprintf("no tier is at most maxDelay %v", longest)
 		}
 	case BetweenTiers:
-		if !betweenFeasible(c.Tiers, max) {
-			return fmt.Sprintf("no whole millisecond in (%v, %v] is not a tier", t0, max)
+		if !betweenFeasible(c.Tiers, longest) {
+			return fmt.Sprintf("no whole millisecond in (%v, %v] is not a tier", t0, longest)
 		}
 	case MultiHop:
-		if _, most := multiHopCandidates(c.Tiers, max); most < 2 {
-			return fmt.Sprintf("no delay up to maxDelay %v waits in two or more tiers of %s", max, c.Tiers)
+		if _, most := multiHopCandidates(c.Tiers, longest); most < 2 {
+			return fmt.Sprintf("no delay up to maxDelay %v waits in two or more tiers of %s", longest, c.Tiers)
 		}
 	}
 	return ""
@@ -205,17 +205,17 @@ func (m *Mix) Draw(r *rand.Rand) Task {
 	i, _ := slices.BinarySearch(m.cum, n+1)
 	s := m.shapes[i]
 	t := Task{Shape: s, Paid: m.cfg.PaidFraction > 0 && r.Float64() < m.cfg.PaidFraction}
-	t0, max := m.cfg.Tiers.Smallest(), m.cfg.MaxDelay
+	t0, longest := m.cfg.Tiers.Smallest(), m.cfg.MaxDelay
 	switch s {
 	case PastDue:
 		t.Delay = -millis(r, 0, m.cfg.PastDue)
 	case BelowSmallest:
-		t.Delay = millis(r, time.Millisecond, min(t0-time.Millisecond, max))
+		t.Delay = millis(r, time.Millisecond, min(t0-time.Millisecond, longest))
 	case ExactTier:
 		t.Delay = m.exact[r.IntN(len(m.exact))]
 	case BetweenTiers:
-		t.Delay = millis(r, t0+time.Millisecond, max)
-		for m.cfg.Tiers.Contains(t.Delay) && t.Delay < max {
+		t.Delay = millis(r, t0+time.Millisecond, longest)
+		for m.cfg.Tiers.Contains(t.Delay) && t.Delay < longest {
 			t.Delay += time.Millisecond
 		}
 		for m.cfg.Tiers.Contains(t.Delay) {
@@ -227,20 +227,20 @@ func (m *Mix) Draw(r *rand.Rand) Task {
 	return t
 }
 
-// betweenFeasible reports whether (smallest, max] holds a whole millisecond
+// betweenFeasible reports whether (smallest, longest] holds a whole millisecond
 // that is not a tier.
-func betweenFeasible(t tiers.Table, max time.Duration) bool {
+func betweenFeasible(t tiers.Table, longest time.Duration) bool {
 	t0 := t.Smallest()
-	if max <= t0 {
+	if longest <= t0 {
 		return false
 	}
 	inside := 0
 	for _, d := range t.Durations() {
-		if d > t0 && d <= max {
+		if d > t0 && d <= longest {
 			inside++
 		}
 	}
-	return int64((max-t0)/time.Millisecond) > int64(inside)
+	return int64((longest-t0)/time.Millisecond) > int64(inside)
 }
 
 // millis draws whole milliseconds uniformly from [lo, hi].
@@ -267,18 +267,18 @@ func Steps(t tiers.Table, d time.Duration) int {
 	return n
 }
 
-// multiHopCandidates returns up to multiHopGrid delays in (smallest, max]
+// multiHopCandidates returns up to multiHopGrid delays in (smallest, longest]
 // that wait in min(3, most) or more tiers, where most is the most tiers any
 // examined delay waits in.
-func multiHopCandidates(t tiers.Table, max time.Duration) (cands []time.Duration, most int) {
+func multiHopCandidates(t tiers.Table, longest time.Duration) (cands []time.Duration, most int) {
 	t0 := t.Smallest()
-	if max <= t0 {
+	if longest <= t0 {
 		return nil, 0
 	}
-	step := ((max - t0) / multiHopGrid).Truncate(time.Millisecond)
+	step := ((longest - t0) / multiHopGrid).Truncate(time.Millisecond)
 	step = max1ms(step)
 	steps := make(map[time.Duration]int)
-	for d := max; d > t0 && len(steps) < multiHopGrid; d -= step {
+	for d := longest; d > t0 && len(steps) < multiHopGrid; d -= step {
 		n := Steps(t, d)
 		steps[d] = n
 		most = maxInt(most, n)

@@ -62,7 +62,9 @@ func newPrefix(t *testing.T, tierList string) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
-		adm.DeleteTopics(ctx, topics...)
+		if _, err := adm.DeleteTopics(ctx, topics...); err != nil {
+			t.Logf("delete the test topics: %v", err)
+		}
 		cl.Close()
 	})
 	return prefix

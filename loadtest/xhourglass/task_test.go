@@ -1,6 +1,7 @@
 package xhourglass
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func TestParseTask(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.ID != tt.want.ID || got.Delay != tt.want.Delay || !got.Due.Equal(tt.want.Due) || got.Kind != tt.want.Kind ||
-				string(got.Payload) != string(tt.want.Payload) || got.Paid != tt.want.Paid || got.Shape != tt.want.Shape {
+				!bytes.Equal(got.Payload, tt.want.Payload) || got.Paid != tt.want.Paid || got.Shape != tt.want.Shape {
 				t.Errorf("ParseTask = %+v, want %+v", got, tt.want)
 			}
 		})

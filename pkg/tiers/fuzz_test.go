@@ -136,7 +136,7 @@ func FuzzDecode(f *testing.F) {
 		hs := decodeFuzzHeaders(data)
 		m, err := Decode(hs)
 		if err != nil {
-			ie, ok := err.(*InvalidError)
+			ie, ok := err.(*InvalidError) //nolint:errorlint // Decode's contract: an *InvalidError itself, not wrapped
 			if !ok {
 				t.Fatalf("Decode(%q) error %T %v, want an *InvalidError", headersString(hs), err, err)
 			}

@@ -287,9 +287,9 @@ func printable(v []byte) bool {
 
 // clip shortens an untrusted value for an error message.
 func clip(v []byte) string {
-	const max = 40
-	if len(v) > max {
-		return strings.ToValidUTF8(string(v[:max]), "?") + "..."
+	const maxLen = 40
+	if len(v) > maxLen {
+		return strings.ToValidUTF8(string(v[:maxLen]), "?") + "..."
 	}
 	return strings.ToValidUTF8(string(v), "?")
 }

@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -394,7 +395,7 @@ func TestScheduler(t *testing.T) {
 		if r.Topic != w.topic {
 			t.Errorf("task %s: topic %s, want %s", w.task.ID, r.Topic, w.topic)
 		}
-		if string(r.Value) != string(w.task.Payload) {
+		if !bytes.Equal(r.Value, w.task.Payload) {
 			t.Errorf("task %s: value %q, want %q", w.task.ID, r.Value, w.task.Payload)
 		}
 		if !r.Timestamp.Equal(w.scheduled) {

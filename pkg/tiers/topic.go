@@ -23,12 +23,17 @@ func (t Table) Topics(prefix string) []string {
 	return out
 }
 
-// CancelTopic, DeadLetterTopic and OutcomesTopic return the default target,
-// dead-letter and outcome topics for a prefix: with DefaultPrefix they are
-// hourglass.cancel, hourglass.dlq and hourglass.outcomes.
-func CancelTopic(prefix string) string     { return prefix + "cancel" }
+// CancelTopic returns the default target topic for a prefix:
+// hourglass.cancel with DefaultPrefix.
+func CancelTopic(prefix string) string { return prefix + "cancel" }
+
+// DeadLetterTopic returns the dead-letter topic for a prefix: hourglass.dlq
+// with DefaultPrefix.
 func DeadLetterTopic(prefix string) string { return prefix + "dlq" }
-func OutcomesTopic(prefix string) string   { return prefix + "outcomes" }
+
+// OutcomesTopic returns the topic of outcome events for a prefix:
+// hourglass.outcomes with DefaultPrefix.
+func OutcomesTopic(prefix string) string { return prefix + "outcomes" }
 
 // maxTopicLen is Kafka's limit on topic name length.
 const maxTopicLen = 249

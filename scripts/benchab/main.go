@@ -141,14 +141,14 @@ func build(rev, out, dir string) error {
 	if rev != "" {
 		src = filepath.Join(dir, "src-"+filepath.Base(out))
 		if b, err := exec.Command("git", "worktree", "add", "--detach", src, rev).CombinedOutput(); err != nil {
-			return fmt.Errorf("git worktree add %s: %v: %s", rev, err, b)
+			return fmt.Errorf("git worktree add %s: %w: %s", rev, err, b)
 		}
-		defer exec.Command("git", "worktree", "remove", "--force", src).Run()
+		defer func() { _ = exec.Command("git", "worktree", "remove", "--force", src).Run() }() // a leftover worktree is removed by git worktree prune
 	}
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/hourglass")
 	cmd.Dir = src
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build at %s: %v: %s", or(rev, "the working tree"), err, b)
+		return fmt.Errorf("go build at %s: %w: %s", or(rev, "the working tree"), err, b)
 	}
 	return nil
 }

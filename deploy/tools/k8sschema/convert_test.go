@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -101,7 +102,7 @@ func TestConvert(t *testing.T) {
 			// the same types only after a round trip.
 			gotJSON, _ := json.Marshal(got)
 			wantJSON, _ := json.Marshal(js(t, tc.want))
-			if string(gotJSON) != string(wantJSON) {
+			if !bytes.Equal(gotJSON, wantJSON) {
 				t.Errorf("convert(%s)\n got %s\nwant %s", tc.in, gotJSON, wantJSON)
 			}
 		})

@@ -217,7 +217,7 @@ func TestOpen(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE ` + table + ` (id bigint PRIMARY KEY, status text NOT NULL, closed_at timestamptz)`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Exec(`DROP TABLE IF EXISTS ` + table) })
+	t.Cleanup(func() { _, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) })
 	if _, err := db.Exec(`INSERT INTO ` + table + ` VALUES (1, 'UNPAID', NULL), (2, 'PAID', NULL)`); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package httpcloser
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,7 +238,7 @@ func TestBatchRequest(t *testing.T) {
 
 func itemEqual(a, b batchItem) bool {
 	return a.ID == b.ID && a.Kind == b.Kind && a.DueMs == b.DueMs && a.Attempt == b.Attempt &&
-		a.IdempotencyKey == b.IdempotencyKey && string(a.Payload) == string(b.Payload) && string(a.PayloadBase64) == string(b.PayloadBase64)
+		a.IdempotencyKey == b.IdempotencyKey && bytes.Equal(a.Payload, b.Payload) && bytes.Equal(a.PayloadBase64, b.PayloadBase64)
 }
 
 // TestBatchItemOutcomes: each close of a batch gets the outcome or error
@@ -557,7 +558,7 @@ func BenchmarkClose(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer c.Stop()
+				defer func() { _ = c.Stop() }()
 				requests.Store(0)
 				var next atomic.Int64
 				var wg sync.WaitGroup

@@ -161,7 +161,7 @@ func TestStatusMapping(t *testing.T) {
 					w.Header().Set(k, v)
 				}
 				w.WriteHeader(tc.answer.status)
-				io.WriteString(w, tc.answer.body)
+				_, _ = io.WriteString(w, tc.answer.body)
 			})
 			c := newTestCloser(t, Config{URL: ts.URL + "/orders/{id}/close", ConflictOutcome: tc.conflict}, nil)
 			got, err := c.Close(t.Context(), task("o-17", 1))
@@ -345,7 +345,7 @@ func TestDotSegments(t *testing.T) {
 		mu.Lock()
 		uris = append(uris, r.RequestURI)
 		mu.Unlock()
-		io.WriteString(w, `{"outcome":"closed","detail":"`+strings.ReplaceAll(r.URL.Path, `"`, "")+`"}`)
+		_, _ = io.WriteString(w, `{"outcome":"closed","detail":"`+strings.ReplaceAll(r.URL.Path, `"`, "")+`"}`)
 	})
 	received := func() []string {
 		mu.Lock()
@@ -752,7 +752,7 @@ func TestConcurrent(t *testing.T) {
 		keys[r.Header.Get("Idempotency-Key")]++
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"outcome":"closed","detail":"`+strings.TrimPrefix(r.URL.Path, "/")+`"}`)
+		_, _ = io.WriteString(w, `{"outcome":"closed","detail":"`+strings.TrimPrefix(r.URL.Path, "/")+`"}`)
 	}))
 	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -810,7 +810,7 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	defer c.Stop()
+	defer func() { _ = c.Stop() }()
 	if c.method != DefaultMethod || c.cfg.Timeout != DefaultTimeout || c.transport.MaxIdleConnsPerHost != DefaultMaxIdleConnsPerHost {
 		t.Errorf("New did not apply the defaults: method %s timeout %v idle %d", c.method, c.cfg.Timeout, c.transport.MaxIdleConnsPerHost)
 	}

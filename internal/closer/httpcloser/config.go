@@ -298,7 +298,7 @@ func parseTemplate(raw string) (urlTemplate, error) {
 	}
 	u, err := url.Parse(t.expand(sampleID, "sample-kind"))
 	if err != nil {
-		return t, fmt.Errorf("%q with a sample id is not a URL: %v", raw, errors.Unwrap(err))
+		return t, fmt.Errorf("%q with a sample id is not a URL: %w", raw, errors.Unwrap(err))
 	}
 	if seg, ok := dotSegmentOf(u); ok {
 		return t, fmt.Errorf("%q has the dot segment %q in its path, which servers and proxies resolve; write the path it stands for", raw, seg)

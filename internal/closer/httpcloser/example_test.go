@@ -19,7 +19,7 @@ func Example() {
 	orders := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Println(r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"))
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"outcome":"skipped","detail":"PAID"}`)
+		_, _ = io.WriteString(w, `{"outcome":"skipped","detail":"PAID"}`)
 	}))
 	defer orders.Close()
 
@@ -28,7 +28,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer c.Stop()
+	defer func() { _ = c.Stop() }()
 
 	res, err := c.Close(context.Background(), closer.Task{
 		ID: "42", Kind: "order-timeout", Payload: []byte(`{"order":42}`),

@@ -140,7 +140,7 @@ func BenchmarkClose(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Stop()
+			defer func() { _ = c.Stop() }()
 			ctx := context.Background()
 			if _, err := c.Close(ctx, task("warm-up", "{}", 1)); err != nil {
 				b.Fatal(err)

@@ -180,8 +180,12 @@ func TestEventValue(t *testing.T) {
 			}
 			if json.Valid([]byte(tc.payload)) {
 				var a, b any
-				json.Unmarshal(got, &a)
-				json.Unmarshal([]byte(tc.payload), &b)
+				if err := json.Unmarshal(got, &a); err != nil {
+					t.Fatalf("decoded payload %s is not JSON: %v", got, err)
+				}
+				if err := json.Unmarshal([]byte(tc.payload), &b); err != nil {
+					t.Fatal(err)
+				}
 				if fmt.Sprint(a) != fmt.Sprint(b) {
 					t.Errorf("decoded payload %s, want %s", got, tc.payload)
 				}

@@ -165,7 +165,7 @@ func (c *Closer) mysqlBatchTx(ctx context.Context, tx *sql.Tx, os []order) ([]bo
 		return nil, fmt.Errorf("update %s: %w", c.cfg.Table, c.timedOut(ctx, err))
 	}
 	if n, err := res.RowsAffected(); err != nil || n != int64(len(stored)) {
-		return nil, fmt.Errorf("update %s: changed %d of the %d rows locked (%v)", c.cfg.Table, n, len(stored), err)
+		return nil, fmt.Errorf("update %s: changed %d of the %d rows locked (%v)", c.cfg.Table, n, len(stored), err) //nolint:errorlint // err is nil when only the count is wrong, and %w would print it as %!w(<nil>)
 	}
 	return closed, c.releaseAndCommit(ctx, tx, os, closed)
 }

@@ -42,7 +42,8 @@ func (b *builder) keysTable(n int, bounds bool) *builder {
 				b.sql(" AS b")
 			}
 		}
-		if b.sql(", ", strconv.Itoa(i+1)); i == 0 {
+		b.sql(", ", strconv.Itoa(i+1))
+		if i == 0 {
 			b.sql(" AS n")
 		}
 	}

@@ -327,7 +327,7 @@ func (c *Closer) timedOut(ctx context.Context, err error) error {
 // help, plain (retryable) otherwise.
 func (c *Closer) wrap(ctx context.Context, op, id string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("%s %q: %w (%v)", op, id, cerr, err)
+		return fmt.Errorf("%s %q: %w (%v)", op, id, cerr, err) //nolint:errorlint // classified by ctx's error alone, as the doc says
 	}
 	if closer.IsPermanent(err) {
 		return closer.Permanent(fmt.Errorf("%s %q: %w", op, id, err))

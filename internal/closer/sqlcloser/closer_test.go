@@ -280,13 +280,13 @@ func checkRace(t *testing.T, b *bundle, closes []closer.Result, paid []int64, fi
 	for i := range closes {
 		order := first + int64(i)
 		r, _ := b.row(t, order)
-		switch {
-		case r.status == "CLOSED":
+		switch r.status {
+		case "CLOSED":
 			nClosed++
 			if closes[i].Outcome != outcome.Closed || paid[i] != 0 || !r.closedAt.Valid {
 				t.Errorf("order %d CLOSED: close %+v, payment changed %d rows, closed_at %v", order, closes[i], paid[i], r.closedAt)
 			}
-		case r.status == "PAID":
+		case "PAID":
 			nPaid++
 			want := closer.Result{Outcome: outcome.Skipped, Detail: "PAID"}
 			if closes[i] != want || paid[i] != 1 || r.closedAt.Valid {

@@ -284,10 +284,10 @@ func (c Config) checkSchema(p *closer.Problems) {
 	}
 	c.checkDeadline(p)
 	for i, s := range c.OpenStatuses {
-		switch {
-		case s == "":
+		switch s {
+		case "":
 			p.Add(fmt.Sprintf("open_statuses[%d]", i), "empty")
-		case s == c.ClosedStatus:
+		case c.ClosedStatus:
 			p.Add(fmt.Sprintf("open_statuses[%d]", i), "%q is the closed_status", s)
 		}
 	}

@@ -345,7 +345,7 @@ func TestReconcileDeadline(t *testing.T) {
 			runDue := reconcileNow.Add(-reconcileGrace)
 			for n, stored := range map[int64]time.Time{
 				1: created.Add(reconcileDeadline), // the first deadline
-				2: time.Time{},                    // NULL
+				2: {},                             // NULL
 				3: runDue,                         // just due
 				4: runDue.Add(time.Millisecond),   // due within the grace
 				5: reconcileNow.Add(time.Hour),    // moved past the run

@@ -41,7 +41,7 @@ func TestPendingInput(t *testing.T) {
 			client, server := loopbackPair(t)
 			if tc.reader {
 				go readBlocked(client)
-				poll.Until(t, livenessBound, "the reader to block", func() bool { return readerBlocked() }, nil)
+				poll.Until(t, livenessBound, "the reader to block", readerBlocked, nil)
 				// Release the reader at the end: one byte, then EOF.
 				t.Cleanup(func() { _, _ = server.Write([]byte("x")) })
 			}

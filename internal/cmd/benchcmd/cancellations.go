@@ -106,7 +106,7 @@ func (r *rig) waitHeld(ctx context.Context, n int, stderr io.Writer) error {
 
 // scrape returns the value of the unlabelled series name at url.
 func scrape(ctx context.Context, url, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return 0, err
 	}

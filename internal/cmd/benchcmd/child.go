@@ -49,7 +49,7 @@ func spawn(ctx context.Context, stderr io.Writer, died func(error), args ...stri
 	go func() {
 		err := cmd.Wait()
 		if !c.ending.Load() && died != nil {
-			died(fmt.Errorf("bench: the %s %w (%v); its output is above", args[0], errExited, err))
+			died(fmt.Errorf("bench: the %s %w (%v); its output is above", args[0], errExited, err)) //nolint:errorlint // callers branch on errExited; the exit status is a detail
 		}
 		close(c.done)
 	}()
@@ -60,13 +60,13 @@ func spawn(ctx context.Context, stderr io.Writer, died func(error), args ...stri
 func (c *child) stop() {
 	c.peakRSS()
 	c.ending.Store(true)
-	c.cmd.Process.Signal(syscall.SIGTERM)
+	_ = c.cmd.Process.Signal(syscall.SIGTERM) // fails only when it has exited, which done says
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	select {
 	case <-c.done:
 	case <-t.C:
-		c.cmd.Process.Kill()
+		_ = c.cmd.Process.Kill() // as Signal
 		<-c.done
 	}
 }

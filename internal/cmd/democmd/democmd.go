@@ -140,7 +140,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer func() { _ = p.stop() }() // the demo reports what it saw, not how its pipeline stopped
 
 	storeLine := ""
 	if c.storeAddr != "" {
@@ -210,7 +210,8 @@ func runDemo(ctx context.Context, c *demoConfig, s *tiers.Scheduler, store *clos
 			if pay := placeOrder(ctx, c, s, store, fmt.Sprintf("demo-%s-%d", run, scheduled), produceErr); pay != nil {
 				payments = append(payments, pay)
 			}
-			if scheduled++; scheduled < c.orders {
+			scheduled++
+			if scheduled < c.orders {
 				next.Reset(interval)
 			}
 		case <-tick.C:

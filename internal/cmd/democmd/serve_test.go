@@ -87,7 +87,9 @@ func TestDemoServeStore(t *testing.T) {
 	defer func() {
 		if !stopped {
 			cancel()
-			<-done
+			if err := <-done; err != nil {
+				t.Logf("demo: %v", err)
+			}
 		}
 	}()
 

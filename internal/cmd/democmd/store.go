@@ -111,7 +111,7 @@ func storeHandler(store *closer.Memory) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, state)
+		_, _ = io.WriteString(w, state)
 	})
 	return mux
 }

@@ -72,7 +72,7 @@ func sourceTopic(source string) (string, error) {
 		return "", bad
 	}
 	if err := tiers.ValidTopic(topic); err != nil {
-		return "", fmt.Errorf("%s %q: %v", tiers.HeaderSource, source, err)
+		return "", fmt.Errorf("%s %q: %w", tiers.HeaderSource, source, err)
 	}
 	return topic, nil
 }

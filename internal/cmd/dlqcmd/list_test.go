@@ -65,7 +65,8 @@ type heapWriter struct {
 }
 
 func (w *heapWriter) Write(p []byte) (int, error) {
-	if w.writes++; w.writes%10 == 1 {
+	w.writes++
+	if w.writes%10 == 1 {
 		w.measure()
 	}
 	return len(p), nil

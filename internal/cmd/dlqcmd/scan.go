@@ -117,20 +117,8 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
 			return n, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets (unreachable, or held by an open transaction)", topic, slices.Sorted(maps.Keys(left)))
 		}
-		var fetchErr error
-		fs.EachError(func(_ string, p int32, err error) {
-			if kafka.Deferred(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return
-			}
-			if big := kafka.SkipBatch(cl, err); big != nil {
-				fmt.Fprintf(stderr, "dlq: skipped a batch of %s[%d]: %v\n", topic, p, kafka.SkippedBatch(big))
-				reached(p, big.NextOffset-1)
-				return
-			}
-			fetchErr = errors.Join(fetchErr, fmt.Errorf("dlq: read %s[%d]: %w", topic, p, err))
-		})
-		if fetchErr != nil {
-			return n, fetchErr
+		if err := fetchErrors(cl, fs, stderr, topic, reached); err != nil {
+			return n, err
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			r := it.Next()
@@ -143,11 +131,32 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 				if err := each(d); err != nil {
 					return n, err
 				}
-				if n++; limit > 0 && n >= limit {
+				n++
+				if limit > 0 && n >= limit {
 					return n, nil
 				}
 			}
 		}
 	}
 	return n, nil
+}
+
+// fetchErrors returns the errors of fs that end the read, joined. A batch
+// too large to decode is skipped, with a line on stderr, and its partition
+// counted as read up to it; a deferred partition or an ended context is no
+// error.
+func fetchErrors(cl *kgo.Client, fs kgo.Fetches, stderr io.Writer, topic string, reached func(int32, int64)) error {
+	var fetchErr error
+	fs.EachError(func(_ string, p int32, err error) {
+		if kafka.Deferred(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if big := kafka.SkipBatch(cl, err); big != nil {
+			fmt.Fprintf(stderr, "dlq: skipped a batch of %s[%d]: %v\n", topic, p, kafka.SkippedBatch(big))
+			reached(p, big.NextOffset-1)
+			return
+		}
+		fetchErr = errors.Join(fetchErr, fmt.Errorf("dlq: read %s[%d]: %w", topic, p, err))
+	})
+	return fetchErr
 }

@@ -53,7 +53,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer sc.Stop()
+	defer func() { _ = sc.Stop() }() // closes the pool; the reconciliation's result is reported
 	var via closer.Closer = sc
 	if o.rateLimit > 0 {
 		lim := rate.NewLimiter(rate.Limit(o.rateLimit), 1)

@@ -25,7 +25,7 @@ func TestReconcileCommand(t *testing.T) {
 		created_at timestamptz NOT NULL, closed_at timestamptz)`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Exec(`DROP TABLE IF EXISTS ` + table) })
+	t.Cleanup(func() { _, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) })
 	if _, err := db.Exec(`CREATE INDEX ON ` + table + ` (status, created_at)`); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,9 @@ func TestReconcileCommand(t *testing.T) {
 func TestReconcileBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	noDeadline := filepath.Join(dir, "a.yaml")
-	os.WriteFile(noDeadline, []byte("closers:\n  order-timeout:\n    sql: {driver: postgres, dsn: {value: 'postgres://127.0.0.1/x'}}\n  reminder:\n    log: {}\n"), 0o600)
+	if err := os.WriteFile(noDeadline, []byte("closers:\n  order-timeout:\n    sql: {driver: postgres, dsn: {value: 'postgres://127.0.0.1/x'}}\n  reminder:\n    log: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string

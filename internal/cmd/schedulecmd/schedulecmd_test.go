@@ -46,7 +46,9 @@ func TestSchedule(t *testing.T) {
 	t.Parallel()
 	prefix, flags := pipeline(t)
 	payload := filepath.Join(t.TempDir(), "p.json")
-	os.WriteFile(payload, []byte(`{"order":42}`), 0o600)
+	if err := os.WriteFile(payload, []byte(`{"order":42}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	before := time.Now()
 	stdout, stderr, err := cmdtest.Run(t, schedulecmd.Schedule, append(flags, "--id", "order-42", "--in", "37m",
 		"--kind", "reminder", "--target", tiers.CancelTopic(prefix), "--payload", "@"+payload)...)

@@ -77,7 +77,8 @@ type heapWriter struct {
 }
 
 func (w *heapWriter) Write(p []byte) (int, error) {
-	if w.writes++; w.writes%5 == 1 {
+	w.writes++
+	if w.writes%5 == 1 {
 		w.most = max(w.most, liveHeap())
 	}
 	return len(p), nil

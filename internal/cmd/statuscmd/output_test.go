@@ -23,7 +23,7 @@ func TestStatusJSONFields(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, nil)
 	now := time.Now().Truncate(time.Millisecond)
-	at := func(d time.Duration) time.Time { return now.Add(d) }
+	at := now.Add
 	r := p.schedule("g", at(-40*time.Minute), at(-5*time.Minute))
 	r.Headers = append(r.Headers, hdr(tiers.HeaderTarget, p.cancel()))
 	f := p.forward(p.hop(r, 5*time.Minute, at(-10*time.Minute)), at(-5*time.Minute))
@@ -55,7 +55,9 @@ func TestStatusJSONFields(t *testing.T) {
 	text := strings.Join(lines, "\n") + "\n"
 	golden := filepath.Join("testdata", "fields.golden")
 	if *update {
-		os.MkdirAll("testdata", 0o755)
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}

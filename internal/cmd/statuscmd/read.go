@@ -1,6 +1,7 @@
 package statuscmd
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -196,7 +197,7 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 				continue
 			}
 			p.Read = rec.Offset - p.FromOffset + 1
-			if !rec.Attrs.IsControl() && string(rec.Key) == string(r.key) {
+			if !rec.Attrs.IsControl() && bytes.Equal(rec.Key, r.key) {
 				p.Matched++
 				r.kept.add(rec, p, r.prefix, parts)
 			}

@@ -52,7 +52,7 @@ func TestStatusFinds(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, nil)
 	now := time.Now().Truncate(time.Millisecond)
-	at := func(d time.Duration) time.Time { return now.Add(d) }
+	at := now.Add
 	for _, id := range []string{"noise-1", "noise-2", "noise-3"} { // other keys, some in the same partitions
 		p.cancelAt(id, at(-time.Hour), time.Time{})
 		p.outcome(p.forward(p.schedule(id, at(-time.Hour), at(-50*time.Minute)), at(-50*time.Minute)), outcome.Closed, at(-50*time.Minute), "")

@@ -2,6 +2,7 @@
 package headers
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -35,6 +36,6 @@ func String(hs []kgo.RecordHeader) string {
 // Equal reports whether a and b hold the same headers in the same order.
 func Equal(a, b []kgo.RecordHeader) bool {
 	return slices.EqualFunc(a, b, func(x, y kgo.RecordHeader) bool {
-		return x.Key == y.Key && string(x.Value) == string(y.Value)
+		return x.Key == y.Key && bytes.Equal(x.Value, y.Value)
 	})
 }
