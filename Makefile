@@ -29,9 +29,8 @@ build: ## build router, canceller and hourglass into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 .PHONY: lint
-lint: ## gofmt and go vet
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
+lint: ## gofmt and golangci-lint (.golangci.yml, pinned, installed into .tools) on every Go module; FIX=1 applies its fixes
+	scripts/lint.sh $(if $(FIX),--fix)
 
 .PHONY: report-png
 report-png: ## the HTML report of fixed data rendered by headless Chromium to bin/report.png (and bin/report.html)
