@@ -6,8 +6,15 @@ import (
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
+// stats are the counters behind Stats.
 type stats struct {
-	closed, alreadyClosed, skipped, notFound, retried, failed, deadLettered atomic.Int64
+	closed        atomic.Int64
+	alreadyClosed atomic.Int64
+	skipped       atomic.Int64
+	notFound      atomic.Int64
+	retried       atomic.Int64
+	failed        atomic.Int64
+	deadLettered  atomic.Int64
 }
 
 // count counts a final outcome; retries are counted where they are made.
@@ -27,17 +34,27 @@ func (s *stats) count(o outcome.Outcome) {
 	}
 }
 
-// Stats are the canceller's counters since it started. Failed counts
-// closes that failed for good; Retried, failed closes rescheduled.
+// Stats are the canceller's counters since it started: closes by their
+// final outcome, and the records rescheduled and dead-lettered.
 type Stats struct {
-	Closed, AlreadyClosed, Skipped, NotFound, Retried, Failed, DeadLettered int64
+	Closed        int64
+	AlreadyClosed int64
+	Skipped       int64
+	NotFound      int64
+	Retried       int64 // failed closes rescheduled through the tiers
+	Failed        int64 // closes that failed for good
+	DeadLettered  int64
 }
 
 // Stats returns the counters.
 func (c *Canceller) Stats() Stats {
 	return Stats{
-		Closed: c.stats.closed.Load(), AlreadyClosed: c.stats.alreadyClosed.Load(),
-		Skipped: c.stats.skipped.Load(), NotFound: c.stats.notFound.Load(), Retried: c.stats.retried.Load(),
-		Failed: c.stats.failed.Load(), DeadLettered: c.stats.deadLettered.Load(),
+		Closed:        c.stats.closed.Load(),
+		AlreadyClosed: c.stats.alreadyClosed.Load(),
+		Skipped:       c.stats.skipped.Load(),
+		NotFound:      c.stats.notFound.Load(),
+		Retried:       c.stats.retried.Load(),
+		Failed:        c.stats.failed.Load(),
+		DeadLettered:  c.stats.deadLettered.Load(),
 	}
 }

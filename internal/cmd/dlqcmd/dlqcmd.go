@@ -105,12 +105,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // options are the flags of dlq list and dlq replay.
 type options struct {
-	kc                                               kafka.Config
-	prefix, topic, reason, key, format, to, tierList string
-	since                                            time.Duration
-	limit                                            int
-	dryRun                                           bool
-	targets                                          []string
+	kc       kafka.Config
+	prefix   string        // --topic-prefix
+	topic    string        // --dlq-topic
+	reason   string        // --reason
+	key      string        // --key
+	format   string        // --format
+	to       string        // --to (replay)
+	tierList string        // --tiers (replay)
+	since    time.Duration // --since
+	limit    int           // --limit
+	dryRun   bool          // --dry-run (replay)
+	targets  []string      // --topics (replay)
 	// rule is what replay may do, from --topic-prefix, --tiers, --topics
 	// and --to.
 	rule replayRule

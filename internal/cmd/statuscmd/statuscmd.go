@@ -60,16 +60,20 @@ Examples:
 
 // options are the flags of status.
 type options struct {
-	kc                   kafka.Config
-	ch                   chstore.Config
-	id, prefix, rawTiers string
-	outcomes, deadLetter string
-	cancellations        string
-	format               string
-	targets              []string
-	since, timeout       time.Duration
-	clickhouse           bool
-	table                tiers.Table
+	kc            kafka.Config
+	ch            chstore.Config
+	id            string        // the task id, the command's argument
+	prefix        string        // --topic-prefix
+	rawTiers      string        // --tiers
+	outcomes      string        // --outcomes-topic
+	deadLetter    string        // --dlq-topic
+	cancellations string        // --cancellations-topic
+	format        string        // --format
+	targets       []string      // --topics
+	since         time.Duration // --since
+	timeout       time.Duration // --timeout
+	clickhouse    bool          // --clickhouse
+	table         tiers.Table   // parsed from rawTiers
 }
 
 // register registers the flags of status on fs.
