@@ -164,11 +164,10 @@ func pebbleOptions(cache *pebble.Cache, dir string, fail func(error)) *pebble.Op
 	o := &pebble.Options{
 		FS:     privateFS{vfs.Default},
 		Logger: pebbleLogger{dir: dir},
-		// Pebble's defaults log each failed flush attempt (it tries again
-		// at once, without end: millions of lines a minute) and panic on a
-		// corrupt or missing table. The store is a copy of the topic: it
-		// fails instead (see Store.fail), its writes return the error, and
-		// the router stops in order; a restart rebuilds it.
+		// Pebble's defaults log every retry of a failed flush, without end,
+		// and panic on a corrupt or missing table. The store is a copy of
+		// the topic: it fails instead (see Store.fail), its writes return
+		// the error, and the router stops in order; a restart rebuilds it.
 		EventListener: &pebble.EventListener{
 			BackgroundError: fail,
 			DataCorruption:  func(info pebble.DataCorruptionInfo) { fail(info.Details) },
@@ -177,9 +176,8 @@ func pebbleOptions(cache *pebble.Cache, dir string, fail func(error)) *pebble.Op
 		// reserves the memtables out of it too.
 		Cache: cache,
 		// Half Pebble's default memtable: the live one and the one Pebble
-		// keeps for reuse take 4 MiB of the default cache. 1 MiB left more
-		// cache to blocks but doubled the CPU a write costs (more flushes,
-		// more compactions of L0), for the same lookups.
+		// keeps for reuse take half the default cache, and smaller ones
+		// cost writes more flushes and compactions (docs/benchmarks.md).
 		MemTableSize: memTableBytes,
 		// Bounds the file cache of open tables (default 1000). Tables grow
 		// from 2 MiB in L0 up to 16 MiB and more at the bottom, so 128 hold
@@ -194,12 +192,9 @@ func pebbleOptions(cache *pebble.Cache, dir string, fail func(error)) *pebble.Op
 	}
 	// Bloom filters on every level: most lookups are of tasks that were
 	// never cancelled, and a filter answers them without reading a block.
-	// Blocks of blockBytes: Pebble's default, 4 KiB, makes 4464-byte cache
-	// allocations, which land in the Go allocator's 4864-byte class, five to
-	// a span; as the cache evicts, one live block pins a span, and the heap
-	// held twice what the cache did. (With cgo, the cache allocates with
-	// malloc instead, and glibc's per-thread arenas cost more again; the
-	// image is built without cgo.)
+	// Blocks of blockBytes, one to a span of the Go allocator, so that the
+	// blocks the cache evicts free their spans and a full cache does not
+	// fragment the heap (docs/benchmarks.md).
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 		o.Levels[i].BlockSize = blockBytes

@@ -67,10 +67,8 @@
 // per refresh, in one query whose sections its panels share, finding the
 // keys by blocks of 4096 offsets.
 //
-// Measured on Debian's ClickHouse 18.16 on 2 shared cores
-// (go test -run '^$' -bench . -benchtime 20x ./internal/chstore/): an
-// insert of 5000 events takes about 17-20 ms (250-300k rows/s); the
-// queries of a report over 200 000 attempts take about 0.7 s.
+// The benchmarks of the insert and of a report's queries are in
+// docs/benchmarks.md, with how to run them.
 //
 // Lateness quantiles are exact (quantilesExact: the element at index
 // floor(level*n) of the sorted values) and cover the final outcomes

@@ -143,8 +143,8 @@ func (e *Event) Record(topic string, now time.Time, signKey []byte) *kgo.Record 
 // cut to their limits as Marshal cuts them: a canceller never writes a
 // longer one, and the outcomes topic takes records from any producer with
 // access to it. Kept whole, a forged event holds up to the broker's
-// record size: the recorder batches thousands of events, and 600 forged
-// ones with a detail of 900 kB took it from 0.1 to 3.9 GB.
+// record size, and the recorder batches thousands of events
+// (docs/benchmarks.md).
 func Unmarshal(b []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(b, &e); err != nil {

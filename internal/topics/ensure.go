@@ -149,9 +149,9 @@ func checkSpecs(specs []Spec) error {
 // default) and is not invalidated by CreateTopics. A second Ensure on
 // the same client, or the re-describe after a create race, would then see a
 // topic that exists as missing. A context from kadm.WithAuthorizedOps makes
-// kadm send the metadata request instead (measured in
-// TestEnsureTopicsSecondRunSameClient); the authorized operations come along
-// and are ignored.
+// kadm send the metadata request instead
+// (TestEnsureTopicsSecondRunSameClient checks it); the authorized operations
+// come along and are ignored.
 func listTopics(ctx context.Context, adm *kadm.Client, names []string) (kadm.TopicDetails, error) {
 	details, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx), names...)
 	if err != nil {
