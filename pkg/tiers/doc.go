@@ -5,10 +5,12 @@
 // header edits) is not part of it.
 //
 // A deadline is a Kafka record in a delay topic. Tiers are the wait durations
-// of those topics ("1m,5m,30m" by default); the topic of tier d is
-// Topic(prefix, d), for example "hourglass.delay.30m". A producer puts a
-// record into the topic of the largest tier not longer than its delay, or of
-// the smallest tier when the delay is shorter than every tier (Table.For).
+// of those topics (DefaultTiers: 1m, 5m, 30m and longer rungs up to 270
+// days); the topic of tier d is Topic(prefix, d), for example
+// "hourglass.delay.30m". A producer puts a record into the topic of the
+// largest tier not longer than its delay, or of the smallest tier when the
+// delay is shorter than every tier (Table.Pick); the router hops it down the
+// ladder as its delay runs out, a handful of times at most (Table.Walk).
 //
 // The record's key is the task id, its value an opaque payload passed through
 // unchanged, and its headers carry the contract: HeaderDue (required, unix

@@ -89,13 +89,13 @@ func TestBuildRecordTopic(t *testing.T) {
 		{name: "due now", prefix: DefaultPrefix, table: DefaultTable(), due: testNow, want: "hourglass.delay.1m"},
 		{name: "below smallest", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(20 * time.Second), want: "hourglass.delay.1m"},
 		{name: "smallest", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(time.Minute), want: "hourglass.delay.1m"},
-		{name: "below 5m by more than the tolerance", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5*time.Minute - Tolerance - time.Millisecond), want: "hourglass.delay.1m"},
+		{name: "below 5m by more than the tolerance", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5*time.Minute - Tolerance - time.Millisecond), want: "hourglass.delay.2m"},
 		{name: "below 5m within the tolerance", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5*time.Minute - time.Millisecond), want: "hourglass.delay.5m"},
 		{name: "5m", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(5 * time.Minute), want: "hourglass.delay.5m"},
-		{name: "29m59s", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(29*time.Minute + 59*time.Second), want: "hourglass.delay.5m"},
+		{name: "29m59s", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(29*time.Minute + 59*time.Second), want: "hourglass.delay.10m"},
 		{name: "30m", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(30 * time.Minute), want: "hourglass.delay.30m"},
-		{name: "days", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(72 * time.Hour), want: "hourglass.delay.30m"},
-		{name: "year 9999", prefix: DefaultPrefix, table: DefaultTable(), due: time.UnixMilli(MaxDueMillis), want: "hourglass.delay.30m"},
+		{name: "days", prefix: DefaultPrefix, table: DefaultTable(), due: testNow.Add(72 * time.Hour), want: "hourglass.delay.72h"},
+		{name: "year 9999", prefix: DefaultPrefix, table: DefaultTable(), due: time.UnixMilli(MaxDueMillis), want: "hourglass.delay.6480h"},
 		{name: "other prefix", prefix: "shop.", table: DefaultTable(), due: testNow.Add(6 * time.Minute), want: "shop.delay.5m"},
 		{name: "short tiers, below", prefix: DefaultPrefix, table: short, due: testNow.Add(100 * time.Millisecond), want: "hourglass.delay.500ms"},
 		{name: "short tiers, between", prefix: DefaultPrefix, table: short, due: testNow.Add(1900 * time.Millisecond), want: "hourglass.delay.500ms"},
@@ -298,13 +298,13 @@ func TestScheduler(t *testing.T) {
 	}, "test.delay.5m")
 
 	// The remaining delay is counted from the injected clock: three
-	// minutes later, a task due at start+7m waits in the 1m tier.
+	// minutes later, a task due at start+7m waits in the 2m tier.
 	bundle.clock.Advance(3 * time.Minute)
-	schedule(Task{ID: "order-3", Due: start.Add(7 * time.Minute), Payload: []byte("three")}, "test.delay.1m")
+	schedule(Task{ID: "order-3", Due: start.Add(7 * time.Minute), Payload: []byte("three")}, "test.delay.2m")
 
 	// ScheduleAsync reports through done.
 	async := []produced{
-		{task: Task{ID: "order-4", Due: start.Add(2 * time.Hour), Target: "orders.close", Payload: []byte("four")}, topic: "test.delay.30m"},
+		{task: Task{ID: "order-4", Due: start.Add(2 * time.Hour), Target: "orders.close", Payload: []byte("four")}, topic: "test.delay.1h"},
 		{task: Task{ID: "order-5", Due: start.Add(-time.Hour), Kind: "reminder"}, topic: "test.delay.1m"},
 		{task: Task{ID: "order-2", Due: start.Add(9 * time.Minute), Payload: []byte("again")}, topic: "test.delay.5m"},
 	}
@@ -320,7 +320,7 @@ func TestScheduler(t *testing.T) {
 		})
 	}
 	// A nil done is allowed.
-	nilDone := produced{task: Task{ID: "order-6", Due: start.Add(31 * time.Minute)}, topic: "test.delay.5m", scheduled: bundle.clock.Now()}
+	nilDone := produced{task: Task{ID: "order-6", Due: start.Add(31 * time.Minute)}, topic: "test.delay.10m", scheduled: bundle.clock.Now()}
 	s.ScheduleAsync(ctx, nilDone.task, nil)
 	want = append(want, nilDone)
 
@@ -446,7 +446,7 @@ func TestSchedulerProduceError(t *testing.T) {
 	missing.ScheduleAsync(canceled, Task{ID: "order-8", Due: testNow.Add(time.Hour)}, func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "schedule order-8 to missing.delay.30m: ") {
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "schedule order-8 to missing.delay.1h: ") {
 			t.Errorf("ScheduleAsync to a missing topic: %v, want it to wrap context.Canceled and name the task and topic", err)
 		}
 	case <-ctx.Done():

@@ -10,8 +10,11 @@ import (
 	"time"
 )
 
-// DefaultTiers is the tier list used when none is configured.
-const DefaultTiers = "1m,5m,30m"
+// DefaultTiers is the tier ladder used when none is configured: 1m, 5m and
+// 30m, and rungs a few times apart up to 270 days, so that a deadline up to a
+// year away visits at most 22 delay topics, and most delays one to five
+// (see Walk).
+const DefaultTiers = "1m,2m,5m,10m,30m,1h,3h,12h,24h,72h,168h,720h,2160h,6480h"
 
 // MaxTiers bounds the number of tiers in a table; every tier is a topic that
 // the router consumes.
@@ -127,6 +130,26 @@ func (t Table) Pick(delay time.Duration) time.Duration {
 		return t.Largest()
 	}
 	return t.For(delay + Tolerance)
+}
+
+// Walk returns the tiers a record with delay left to wait visits, in order,
+// when each hop happens as its tier's wait ends: Pick(delay) first, then
+// Pick of what is left, until less than the smallest tier is left (the
+// router holds that in its timer). Its length is the number of produces
+// into delay topics the record costs. Walk takes a step per visit: it is
+// for tests, tools and docs, not for a record's path.
+func (t Table) Walk(delay time.Duration) []time.Duration {
+	if len(t.ds) == 0 {
+		return nil
+	}
+	var visits []time.Duration
+	for left := delay; ; {
+		d := t.Pick(left)
+		visits = append(visits, d)
+		if left -= d; left < t.Smallest() {
+			return visits
+		}
+	}
 }
 
 // Contains reports whether d is one of the tiers.

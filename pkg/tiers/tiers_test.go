@@ -102,17 +102,17 @@ func TestTableAccessors(t *testing.T) {
 	t.Parallel()
 
 	tab := DefaultTable()
-	if got, want := tab.Len(), 3; got != want {
+	if got, want := tab.Len(), 14; got != want {
 		t.Errorf("DefaultTable().Len() = %d, want %d", got, want)
 	}
 	if got, want := tab.Smallest(), time.Minute; got != want {
 		t.Errorf("Smallest() = %v, want %v", got, want)
 	}
-	if got, want := tab.Largest(), 30*time.Minute; got != want {
+	if got, want := tab.Largest(), 270*24*time.Hour; got != want {
 		t.Errorf("Largest() = %v, want %v", got, want)
 	}
-	if !tab.Contains(5*time.Minute) || tab.Contains(2*time.Minute) {
-		t.Errorf("Contains: 5m = %v (want true), 2m = %v (want false)", tab.Contains(5*time.Minute), tab.Contains(2*time.Minute))
+	if !tab.Contains(5*time.Minute) || tab.Contains(3*time.Minute) {
+		t.Errorf("Contains: 5m = %v (want true), 3m = %v (want false)", tab.Contains(5*time.Minute), tab.Contains(3*time.Minute))
 	}
 
 	// Durations returns a copy: changing it does not change the table.
@@ -213,7 +213,7 @@ func TestNameRoundTrip(t *testing.T) {
 func TestTableFor(t *testing.T) {
 	t.Parallel()
 
-	tab := DefaultTable() // 1m, 5m, 30m
+	tab := classic(t)
 	tests := []struct {
 		name  string
 		delay time.Duration
@@ -257,7 +257,7 @@ func TestTableFor(t *testing.T) {
 func TestTableForHops(t *testing.T) {
 	t.Parallel()
 
-	tab := DefaultTable()
+	tab := classic(t)
 	tests := []struct {
 		delay time.Duration
 		want  []time.Duration
@@ -307,8 +307,11 @@ func TestTopic(t *testing.T) {
 		}
 	}
 
-	if got, want := DefaultTable().Topics(DefaultPrefix), []string{"hourglass.delay.1m", "hourglass.delay.5m", "hourglass.delay.30m"}; !slices.Equal(got, want) {
-		t.Errorf("DefaultTable().Topics = %q, want %q", got, want)
+	if got, want := classic(t).Topics(DefaultPrefix), []string{"hourglass.delay.1m", "hourglass.delay.5m", "hourglass.delay.30m"}; !slices.Equal(got, want) {
+		t.Errorf("Topics = %q, want %q", got, want)
+	}
+	if got, want := DefaultTable().Topics(DefaultPrefix)[13], "hourglass.delay.6480h"; got != want {
+		t.Errorf("DefaultTable().Topics()[13] = %q, want %q", got, want)
 	}
 	for _, tt := range []struct{ got, want string }{
 		{CancelTopic(DefaultPrefix), "hourglass.cancel"},
@@ -361,7 +364,7 @@ func TestValidTopic(t *testing.T) {
 }
 
 func TestTablePick(t *testing.T) {
-	table := DefaultTable()
+	table := classic(t)
 	tests := []struct {
 		name  string
 		delay time.Duration
@@ -376,6 +379,80 @@ func TestTablePick(t *testing.T) {
 	for _, tt := range tests {
 		if got := table.Pick(tt.delay); got != tt.want {
 			t.Errorf("%s: Pick(%v) = %v, want %v", tt.name, tt.delay, got, tt.want)
+		}
+	}
+}
+
+// classic returns the table 1m,5m,30m, the default before the ladder grew.
+func classic(t *testing.T) Table {
+	t.Helper()
+	tab, err := Parse("1m,5m,30m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func TestWalk(t *testing.T) {
+	t.Parallel()
+
+	const day = 24 * time.Hour
+	tab := DefaultTable()
+	tests := []struct {
+		delay time.Duration
+		want  []time.Duration
+	}{
+		{delay: -time.Hour, want: []time.Duration{time.Minute}},
+		{delay: 20 * time.Second, want: []time.Duration{time.Minute}},
+		{delay: 30 * time.Minute, want: []time.Duration{30 * time.Minute}},
+		{delay: 30*time.Minute - Tolerance, want: []time.Duration{30 * time.Minute}},
+		{delay: 37 * time.Minute, want: []time.Duration{30 * time.Minute, 5 * time.Minute, 2 * time.Minute}},
+		{delay: 4*time.Minute + 59*time.Second, want: []time.Duration{2 * time.Minute, 2 * time.Minute}},
+		{delay: day, want: []time.Duration{day}},
+		{delay: 7 * day, want: []time.Duration{7 * day}},
+		{delay: 30 * day, want: []time.Duration{30 * day}},
+		{delay: 365 * day, want: []time.Duration{270 * day, 90 * day, 3 * day, day, day}},
+	}
+	for _, tt := range tests {
+		if got := tab.Walk(tt.delay); !slices.Equal(got, tt.want) {
+			t.Errorf("Walk(%v) = %v, want %v", tt.delay, got, tt.want)
+		}
+	}
+	if got := (Table{}).Walk(time.Hour); got != nil {
+		t.Errorf("zero Table: Walk = %v, want nil", got)
+	}
+	// The classic table walks a week 336 times through its 30m tier.
+	if got := len(classic(t).Walk(7 * day)); got != 336 {
+		t.Errorf("1m,5m,30m: a week visits %d topics, want 336", got)
+	}
+}
+
+// TestDefaultTableCost bounds what a deadline costs with the default ladder:
+// at most 22 delay topics for any delay up to a year, and about 5 on average
+// when every scale of delay, from a second to a year, is as likely.
+func TestDefaultTableCost(t *testing.T) {
+	t.Parallel()
+
+	tab := DefaultTable()
+	const year = 365 * 24 * time.Hour
+	worst := 0
+	for d := time.Duration(0); d <= year; d += 7*time.Minute + 13*time.Second {
+		worst = max(worst, len(tab.Walk(d)))
+	}
+	if worst > 22 {
+		t.Errorf("worst walk up to a year: %d visits, want at most 22", worst)
+	}
+	var sum, n int
+	for d := time.Second; d <= year; d = d * 21 / 20 {
+		sum += len(tab.Walk(d))
+		n++
+	}
+	if avg := float64(sum) / float64(n); avg > 6 {
+		t.Errorf("walks on a log scale from 1s to a year: %.2f visits on average, want at most 6", avg)
+	}
+	for _, d := range tab.Durations() {
+		if got := len(tab.Walk(d)); got != 1 {
+			t.Errorf("Walk(%v): %d visits, want 1 (its own tier)", d, got)
 		}
 	}
 }

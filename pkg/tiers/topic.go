@@ -2,6 +2,8 @@ package tiers
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -54,4 +56,41 @@ func ValidTopic(name string) error {
 		}
 	}
 	return nil
+}
+
+// TierOf returns the tier whose delay topic under prefix is topic: the
+// inverse of Topic. It reports false for any other name, including a tier
+// spelled otherwise than Name spells it ("60s" for 1m).
+func TierOf(prefix, topic string) (time.Duration, bool) {
+	name, ok := strings.CutPrefix(topic, prefix+"delay.")
+	if !ok || !delayName.MatchString(name) {
+		return 0, false
+	}
+	d, err := time.ParseDuration(name)
+	if err != nil || Name(d) != name {
+		return 0, false
+	}
+	return d, true
+}
+
+// delayName matches the names Name gives a whole number of milliseconds up
+// to a million hours: hours, minutes and seconds below 60, milliseconds
+// below 1000, each present only when not zero.
+var delayName = regexp.MustCompile(`^(?:` + hours + `(?:` + minutes + `)?(?:` + seconds + `)?(?:` + millis + `)?` +
+	`|` + minutes + `(?:` + seconds + `)?(?:` + millis + `)?` +
+	`|` + seconds + `(?:` + millis + `)?` +
+	`|` + millis + `)$`)
+
+const (
+	hours   = `[1-9][0-9]{0,5}h`
+	minutes = `(?:[1-9]|[1-5][0-9])m`
+	seconds = `(?:[1-9]|[1-5][0-9])s`
+	millis  = `[1-9][0-9]{0,2}ms`
+)
+
+// TopicPattern returns a regular expression that matches the delay topics
+// under prefix of every tier below a million hours, and no other topic: what
+// a consumer of every delay topic, configured or not, subscribes to.
+func TopicPattern(prefix string) string {
+	return `^` + regexp.QuoteMeta(prefix+"delay.") + strings.TrimPrefix(delayName.String(), `^`)
 }
