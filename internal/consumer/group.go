@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type Group struct {
 	Name string
 	// Topics are the topics consumed; required.
 	Topics []string
+	// TopicsMatching, when set, is a regular expression: every topic it
+	// matches is consumed too, as it is created, besides Topics.
+	TopicsMatching string
 	// InstanceID makes the member static (KIP-345): a member restarted with
 	// the same id within the session timeout gets its partitions back
 	// without a rebalance, and so without waiting for the session timeout.
@@ -86,7 +90,7 @@ func (g Group) Opts() []kgo.Opt {
 	}
 	opts := append(kafka.ReaderOpts(maxBatch),
 		kgo.ConsumerGroup(g.Name),
-		kgo.ConsumeTopics(g.Topics...),
+		kgo.ConsumeTopics(g.consumed()...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -106,10 +110,26 @@ func (g Group) Opts() []kgo.Opt {
 		// only in a metadata refresh, and only then is it assigned.
 		kgo.MetadataMaxAge(MetadataMaxAge),
 	)
+	if g.TopicsMatching != "" {
+		opts = append(opts, kgo.ConsumeRegex())
+	}
 	if g.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(g.InstanceID))
 	}
 	return opts
+}
+
+// consumed returns what kgo.ConsumeTopics takes: the topics, or with
+// TopicsMatching regular expressions for the topics and for it.
+func (g Group) consumed() []string {
+	if g.TopicsMatching == "" {
+		return g.Topics
+	}
+	out := make([]string, 0, len(g.Topics)+1)
+	for _, t := range g.Topics {
+		out = append(out, "^"+regexp.QuoteMeta(t)+"$")
+	}
+	return append(out, g.TopicsMatching)
 }
 
 // NewClient returns a group consumer client with g's options (Opts) and
@@ -209,6 +229,9 @@ func (g Group) Check() error {
 	}
 	if len(g.InstanceID) > 249 || strings.ContainsFunc(g.InstanceID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		errs = append(errs, field.Errorf("InstanceID", "%q: want at most 249 printable ASCII characters without spaces", g.InstanceID))
+	}
+	if _, err := regexp.Compile(g.TopicsMatching); err != nil {
+		errs = append(errs, field.Errorf("TopicsMatching", "%q: %v", g.TopicsMatching, err))
 	}
 	if g.SessionTimeout < time.Second || g.SessionTimeout > 30*time.Minute {
 		errs = append(errs, field.Errorf("SessionTimeout", "%v: want 1s to 30m", g.SessionTimeout))

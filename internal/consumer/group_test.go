@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,6 +105,8 @@ func TestGroupCheck(t *testing.T) {
 		{"instance id too long", Group{Name: "g", InstanceID: strings.Repeat("x", 250), SessionTimeout: DefaultSessionTimeout}, []string{"InstanceID"}},
 		{"session too short", Group{Name: "g", SessionTimeout: 500 * time.Millisecond}, []string{"SessionTimeout"}},
 		{"session too long", Group{Name: "g", SessionTimeout: time.Hour}, []string{"SessionTimeout"}},
+		{"matching", Group{Name: "g", TopicsMatching: `^a\.delay\.`, SessionTimeout: DefaultSessionTimeout}, nil},
+		{"matching not a pattern", Group{Name: "g", TopicsMatching: `(`, SessionTimeout: DefaultSessionTimeout}, []string{"TopicsMatching"}},
 		{"everything", Group{InstanceID: "a b"}, []string{"Name", "InstanceID", "SessionTimeout"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,5 +264,58 @@ func TestFetchErrorsDeferred(t *testing.T) {
 	}
 	if logs.String() != "" {
 		t.Errorf("FetchErrors logged:\n%s", logs.String())
+	}
+}
+
+// TestGroupTopicsMatching: a group with TopicsMatching consumes its Topics,
+// the topics the pattern matches, and one created while it runs; not a topic
+// whose name only contains a configured one.
+func TestGroupTopicsMatching(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	p := "match" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."
+	seeds := kgo.SeedBrokers(cluster.ListenAddrs()...)
+	prod, err := kgo.NewClient(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	adm := kadm.NewClient(prod)
+	named, matched, later, other := p+"named", p+"delay.1m", p+"delay.2m", p+"named.x"
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, named, matched, other); err != nil {
+		t.Fatal(err)
+	}
+	g := Group{Name: p + "group", Topics: []string{named}, TopicsMatching: `^` + regexp.QuoteMeta(p+"delay.") + `[0-9]+m$`, SessionTimeout: DefaultSessionTimeout}
+	cl, err := g.NewClient(seeds, kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, topic := range []string{named, matched, other} {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(topic)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	created := false
+	for !got[later] {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read from %v, want %s, %s and %s", got, named, matched, later)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[r.Topic] = true })
+		cl.AllowRebalance()
+		if got[named] && got[matched] && !created {
+			created = true
+			if _, err := adm.CreateTopic(ctx, 1, 1, nil, later); err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: later, Value: []byte(later)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got[other] {
+		t.Errorf("read %s, which the group neither names nor matches", other)
 	}
 }

@@ -57,8 +57,10 @@ func (r *Router) part(topic string, id int32) *partition {
 	}
 	tier, ok := r.tierOf[topic]
 	if !ok {
-		r.log.Error("records from a topic that is not a delay topic", "topic", topic)
-		return nil
+		if tier, ok = r.otherTier(topic); !ok {
+			r.log.Error("records from a topic that is not a delay topic", "topic", topic)
+			return nil
+		}
 	}
 	name := tiers.Name(tier)
 	p := &partition{tp: k, tier: tier,
@@ -68,6 +70,24 @@ func (r *Router) part(topic string, id int32) *partition {
 	}
 	r.parts[k] = p
 	return p
+}
+
+// otherTier returns the tier of topic, a delay topic of the prefix whose
+// tier is not configured (left by a change of tiers, or written by a
+// producer with other tiers). Its records wait out that tier and hop into
+// the configured ones, so that a change of tiers loses nothing; the first
+// of its records is logged as a warning.
+func (r *Router) otherTier(topic string) (time.Duration, bool) {
+	if tier, ok := r.others[topic]; ok {
+		return tier, true
+	}
+	tier, ok := tiers.TierOf(r.cfg.Prefix, topic)
+	if !ok {
+		return 0, false
+	}
+	r.others[topic] = tier
+	r.log.Warn("reading a delay topic whose tier is not in the configured tiers: its records hop into those tiers; once its lag is 0 it may be deleted, or its tier added to the producers' and routers' tiers", "topic", topic, "tiers", r.cfg.Tiers.String())
+	return tier, true
 }
 
 // newEntry makes rec an entry of p and counts its bytes in p.

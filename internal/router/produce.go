@@ -256,7 +256,8 @@ func (r *Router) produceFailed(f *flight, err error) bool {
 // restart reads the new topic); any other is purged from the producer, so
 // that the produce tried again goes to the new topic.
 func (r *Router) recreated(topic string, err error) {
-	if _, delay := r.tierOf[topic]; delay {
+	_, delay := r.tierOf[topic]
+	if _, other := r.others[topic]; delay || other {
 		if r.fatal == nil {
 			r.fatal = kafka.RecreatedConsumed(topic, err)
 		}

@@ -34,6 +34,7 @@ type Router struct {
 
 	tierOf  map[string]time.Duration // delay topic -> tier
 	topicOf map[time.Duration]string // tier -> delay topic
+	others  map[string]time.Duration // delay topics of tiers not configured, read until drained
 
 	// Owned by the loop goroutine.
 	parts      map[tp]*partition
@@ -104,6 +105,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		clock:    o.Clock,
 		log:      o.Logger,
 		tierOf:   make(map[string]time.Duration),
+		others:   make(map[string]time.Duration),
 		topicOf:  make(map[time.Duration]string),
 		parts:    make(map[tp]*partition),
 		targets:  make(map[string]*target),
@@ -129,7 +131,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
 	member, err := consumer.New(consumer.Config{
-		Group: consumer.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
+		Group: consumer.Group{Name: cfg.Group, Topics: cfg.Tiers.Topics(cfg.Prefix), TopicsMatching: tiers.TopicPattern(cfg.Prefix), InstanceID: cfg.InstanceID, SessionTimeout: cfg.SessionTimeout},
 		Kafka: o.Kafka, Opts: opts,
 		CommitInterval: cfg.CommitInterval, RevokeTimeout: cfg.RevokeTimeout, Release: r.letGo,
 		Clock: r.clock, Logger: r.log, Registerer: o.Registerer,
