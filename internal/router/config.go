@@ -19,9 +19,14 @@ const (
 	DefaultMaxDelay            = 365 * 24 * time.Hour
 	DefaultTimerCapacity       = 10_000
 	DefaultMaxHeldPerPartition = 1_000
-	DefaultCommitInterval      = 50 * time.Millisecond
-	DefaultShutdownTimeout     = 20 * time.Second
-	DefaultRevokeTimeout       = 5 * time.Second
+	// DefaultMaxHeld is what a router holds waiting out their tiers, in all
+	// its partitions, before each is held to an even share: what 18
+	// partitions hold at DefaultMaxHeldPerPartition, so that a longer
+	// ladder of tiers (more partitions) does not multiply the memory.
+	DefaultMaxHeld         = 18_000
+	DefaultCommitInterval  = 50 * time.Millisecond
+	DefaultShutdownTimeout = 20 * time.Second
+	DefaultRevokeTimeout   = 5 * time.Second
 	// DefaultFetchPartitionBytes keeps a fetch of small, well-compressed
 	// records to a few of the router's polls: what a poll leaves of a
 	// partition it paused is decoded for nothing, and what the client
@@ -37,6 +42,9 @@ const (
 	// holds (waiting, in the timer, or being produced onward) take in
 	// memory, whatever they contain.
 	DefaultMaxHeldBytesPerPartition = 4 << 20
+	// DefaultMaxHeldBytes is DefaultMaxHeld in bytes: 18 partitions at
+	// DefaultMaxHeldBytesPerPartition.
+	DefaultMaxHeldBytes = 72 << 20
 	// DefaultTimerBytes bounds the bytes of the records in the in-memory
 	// timer.
 	DefaultTimerBytes = 32 << 20
@@ -122,6 +130,14 @@ type Config struct {
 	// with the records they are produced onward as, before the router
 	// pauses fetching it; default DefaultMaxHeldBytesPerPartition.
 	MaxHeldBytesPerPartition int
+	// MaxHeld and MaxHeldBytes bound what the router holds in all its
+	// partitions, as MaxHeldPerPartition and MaxHeldBytesPerPartition do
+	// in one: once the router holds either, a partition that holds more
+	// than its even share of it pauses. A partition may still fill its
+	// own limits while the others hold little. Defaults DefaultMaxHeld and
+	// DefaultMaxHeldBytes.
+	MaxHeld      int
+	MaxHeldBytes int
 	// MaxInFlightPerTarget bounds the produces in flight to one topic;
 	// default DefaultMaxInFlightPerTarget.
 	MaxInFlightPerTarget int
@@ -205,6 +221,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxHeldBytesPerPartition == 0 {
 		c.MaxHeldBytesPerPartition = DefaultMaxHeldBytesPerPartition
+	}
+	if c.MaxHeld == 0 {
+		c.MaxHeld = DefaultMaxHeld
+	}
+	if c.MaxHeldBytes == 0 {
+		c.MaxHeldBytes = DefaultMaxHeldBytes
 	}
 	if c.MaxInFlightPerTarget == 0 {
 		c.MaxInFlightPerTarget = DefaultMaxInFlightPerTarget
@@ -306,6 +328,8 @@ func (c Config) checkHeld() []error {
 		{"TimerCapacity", c.TimerCapacity, 1, "1"}, {"TimerBytes", c.TimerBytes, 1 << 20, "1 MiB"},
 		{"MaxHeldPerPartition", c.MaxHeldPerPartition, 1, "1"},
 		{"MaxHeldBytesPerPartition", c.MaxHeldBytesPerPartition, 1 << 20, "1 MiB"},
+		{"MaxHeld", c.MaxHeld, 1, "1"},
+		{"MaxHeldBytes", c.MaxHeldBytes, 1 << 20, "1 MiB"},
 		{"MaxInFlightPerTarget", c.MaxInFlightPerTarget, 1, "1"},
 		{"FetchPartitionBytes", int(c.FetchPartitionBytes), 1 << 10, "1024"},
 	} {

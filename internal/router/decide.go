@@ -191,7 +191,8 @@ func (r *Router) timerFull() bool {
 // maybePause pauses fetching p when it holds its limit of records waiting
 // out their tier, or of bytes.
 func (r *Router) maybePause(p *partition) {
-	if !p.paused && !p.gone && (p.waiting >= r.cfg.MaxHeldPerPartition || p.bytes >= r.cfg.MaxHeldBytesPerPartition) {
+	n, bytes := r.heldLimits()
+	if !p.paused && !p.gone && (p.waiting >= n || p.bytes >= bytes) {
 		r.setPaused(p, true)
 		r.member.Pause(map[string][]int32{p.topic: {p.partition}})
 	}
@@ -199,10 +200,36 @@ func (r *Router) maybePause(p *partition) {
 
 // maybeResume resumes fetching p once it holds at most half of both limits.
 func (r *Router) maybeResume(p *partition) {
-	if p.paused && !p.gone && p.waiting <= r.cfg.MaxHeldPerPartition/2 && p.bytes <= r.cfg.MaxHeldBytesPerPartition/2 {
+	n, bytes := r.heldLimits()
+	if p.paused && !p.gone && p.waiting <= n/2 && p.bytes <= bytes/2 {
 		r.setPaused(p, false)
 		r.member.Resume(map[string][]int32{p.topic: {p.partition}})
 	}
+}
+
+// pollLimit returns how many records the next poll may take: what is left
+// of MaxHeld, at least a partition's even share of it, at most
+// MaxHeldPerPartition. Every partition of a poll keeps what it brought, so
+// polls that fit the router-wide limit keep it to about twice MaxHeld.
+func (r *Router) pollLimit() int {
+	waiting := int(r.stats.held.Load() - r.stats.timer.Load())
+	share := max(r.cfg.MaxHeld/max(len(r.parts), 1), 1)
+	return min(max(r.cfg.MaxHeld-waiting, share), r.cfg.MaxHeldPerPartition)
+}
+
+// heldLimits returns what one partition may hold, in records waiting out
+// their tier and in bytes: the limits per partition, or, while the router
+// holds its router-wide limits, an even share of those, so that what it
+// holds does not grow with the number of partitions (tiers) it reads.
+func (r *Router) heldLimits() (records, bytes int) {
+	records, bytes = r.cfg.MaxHeldPerPartition, r.cfg.MaxHeldBytesPerPartition
+	waiting := int(r.stats.held.Load() - r.stats.timer.Load())
+	if waiting >= r.cfg.MaxHeld || int(r.stats.heldBytes.Load()) >= r.cfg.MaxHeldBytes {
+		parts := max(len(r.parts), 1)
+		records = min(records, max(r.cfg.MaxHeld/parts, 1))
+		bytes = min(bytes, max(r.cfg.MaxHeldBytes/parts, 1))
+	}
+	return records, bytes
 }
 
 // setPaused records whether p is paused; the caller pauses or resumes it in

@@ -158,3 +158,33 @@ func worstWalk(table tiers.Table, limit time.Duration) time.Duration {
 	}
 	return worst
 }
+
+// TestHeldShared: once the router as a whole holds MaxHeld records waiting
+// out their tiers, each partition is held to an even share of it, so that
+// what the router holds does not grow with the number of tiers: at most
+// twice MaxHeld and one poll, where the limit per partition alone would let
+// four partitions hold 200 or more. All of it fires at its due time.
+func TestHeldShared(t *testing.T) {
+	table, _ := tiers.Parse("10s,20s,30s,40s")
+	const perPartition, maxHeld, each = 50, 20, 100
+	b := setup(t, Config{Tiers: table, MaxHeldPerPartition: perPartition, MaxHeld: maxHeld})
+	t0 := b.clock.Now()
+	before := b.router.Stats()
+	for _, d := range table.Durations() {
+		rs := make([]*kgo.Record, each)
+		for i := range rs {
+			rs[i] = delayRecord(tiers.Topic(b.cfg.Prefix, d), fmt.Sprintf("%v-%d", d, i), t0, t0.Add(d))
+		}
+		if err := b.cl.ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.waitStats(t, func(s Stats) bool { return s.Paused == int64(table.Len()) })
+	if held := b.router.Stats().Held - before.Held; held > 2*maxHeld+perPartition {
+		t.Errorf("every partition paused holding %d records, want at most %d", held, 2*maxHeld+perPartition)
+	}
+	b.clock.Advance(table.Largest())
+	b.waitStats(t, func(s Stats) bool {
+		return s.Forwarded == before.Forwarded+int64(table.Len()*each) && s.Paused == 0
+	})
+}

@@ -59,6 +59,7 @@ type Router struct {
 	done []completion // produce results, handed from kgo's goroutines
 
 	wakeAt  atomic.Int64 // unix ns the wake timer is armed for; 0 when not armed
+	pollMax atomic.Int64 // records the next poll takes at most (pollLimit)
 	ready   atomic.Bool
 	stats   stats
 	metrics *metrics
@@ -115,6 +116,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		doneSig:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
+	r.pollMax.Store(int64(min(cfg.MaxHeld, cfg.MaxHeldPerPartition)))
 	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats, r.clock.Now)
 	store, rd, err := openCancellations(cfg, o, r.metrics.invalidCancellations)
 	if err != nil {
@@ -206,13 +208,13 @@ func (r *Router) Run(ctx context.Context) error {
 
 // poll fetches and hands each poll's records to the loop, allowing
 // rebalances only after the loop has taken them. A poll takes at most
-// MaxHeldPerPartition records: the loop keeps all of a poll's records and
-// pauses a partition only after them, so a partition holds at most twice
-// its limit of records, however small they are and however many of them a
-// fetch brings.
+// pollLimit records: the loop keeps all of a poll's records and pauses a
+// partition only after them, so a partition holds at most twice its limit
+// of records, however small they are and however many of them a fetch
+// brings.
 func (r *Router) poll(ctx context.Context) {
 	for {
-		fs := r.cl.PollRecords(ctx, r.cfg.MaxHeldPerPartition)
+		fs := r.cl.PollRecords(ctx, int(r.pollMax.Load()))
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			r.cl.AllowRebalance()
 			return
@@ -272,6 +274,7 @@ func (r *Router) loop(ctx context.Context, stopPolling func()) error {
 		r.sendWaiting()
 		pending = r.answerRevokes(pending, false)
 		r.noteBusy()
+		r.pollMax.Store(int64(r.pollLimit()))
 		if r.fatal != nil {
 			r.shutdown(stopPolling, pending)
 			return r.fatal

@@ -29,6 +29,8 @@ var routerFields = cli.Fields{
 	"TimerBytes":               "timer-bytes",
 	"MaxHeldPerPartition":      "max-held-per-partition",
 	"MaxHeldBytesPerPartition": "max-held-bytes-per-partition",
+	"MaxHeld":                  "max-held",
+	"MaxHeldBytes":             "max-held-bytes",
 	"MaxInFlightPerTarget":     "max-in-flight-per-target",
 	"FetchPartitionBytes":      "fetch-partition-bytes",
 	"BatchWindow":              "batch-window",
@@ -72,6 +74,10 @@ func register(fs *cli.FlagSet, r *router.Config, raw *rawFlags) {
 		"records a partition holds waiting out their tier before it is paused, and the most one poll takes")
 	fs.IntVar(&r.MaxHeldBytesPerPartition, "max-held-bytes-per-partition", env("max-held-bytes-per-partition"), router.DefaultMaxHeldBytesPerPartition,
 		"`bytes` the records a partition holds (waiting, in the timer or being produced) take in memory before it is paused")
+	fs.IntVar(&r.MaxHeld, "max-held", env("max-held"), router.DefaultMaxHeld,
+		"records all partitions hold waiting out their tiers before each is held to an even share")
+	fs.IntVar(&r.MaxHeldBytes, "max-held-bytes", env("max-held-bytes"), router.DefaultMaxHeldBytes,
+		"`bytes` all partitions hold before each is held to an even share")
 	fs.IntVar(&r.MaxInFlightPerTarget, "max-in-flight-per-target", env("max-in-flight-per-target"), router.DefaultMaxInFlightPerTarget,
 		"produces in flight to one topic at most; more wait, so that a failing topic cannot hold up the others")
 	flags.Limits(fs, &r.Limits)
