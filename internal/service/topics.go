@@ -59,7 +59,8 @@ func EnsureTopics(ctx context.Context, opts []kgo.Opt, specs []topics.Spec, crea
 		case len(s.Mismatches) > 0:
 			log.Warn("topic differs from the recommended settings", "topic", s.Spec.Name, "differences", strings.Join(s.Mismatches, "; "))
 		case !s.Existed:
-			log.Warn("topic is missing; it is created by `hourglass topics` or --create-topics", "topic", s.Spec.Name)
+			log.Warn("topic is missing; create it with `hourglass topics` (with this service's --tiers, --topic-prefix and --partitions) or start with --create-topics",
+				"topic", s.Spec.Name)
 		}
 	}
 	if len(denied) > 0 {
@@ -72,11 +73,12 @@ func EnsureTopics(ctx context.Context, opts []kgo.Opt, specs []topics.Spec, crea
 }
 
 // CheckDelayTopics waits, up to a minute, for the delay topics of table
-// under prefix to exist, checking every second, and fails naming --tiers
-// when one does not appear. The router creates the delay topics of its own
-// --tiers (as does `hourglass topics`), so a delay topic that never appears
-// means the tiers of the caller differ from the router's: a record sent
-// there would never be routed.
+// under prefix to exist, checking every second, and fails naming --tiers,
+// each missing topic and the command that creates it when one does not
+// appear. The router creates the delay topics of its own --tiers (as does
+// `hourglass topics`) and reads every delay topic of its prefix that
+// exists, so a delay topic that never appears means tiers that neither the
+// router nor `hourglass topics` was given: a record sent there would fail.
 func CheckDelayTopics(ctx context.Context, opts []kgo.Opt, prefix string, table tiers.Table, log *slog.Logger) error {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -94,9 +96,13 @@ func CheckDelayTopics(ctx context.Context, opts []kgo.Opt, prefix string, table 
 		case len(missing) == 0:
 			return nil
 		case time.Now().After(deadline):
-			return cli.Errorf(flags.TiersFlag, "%s (%s): delay topics %s do not exist: the router creates the delay topics of its --tiers, "+
-				"so give this command the router's --tiers (or create them with `hourglass topics`)",
-				table, cli.Env(flags.TiersFlag), strings.Join(missing, ", "))
+			create := "hourglass topics --tiers " + table.String()
+			if prefix != tiers.DefaultPrefix {
+				create += " --topic-prefix " + prefix
+			}
+			return cli.Errorf(flags.TiersFlag, "%s (%s): delay topics %s do not exist: create them with `%s` (and the --partitions of the others), "+
+				"or give this command the router's --tiers; the router creates the delay topics of its --tiers and reads every delay topic of its prefix",
+				table, cli.Env(flags.TiersFlag), strings.Join(missing, ", "), create)
 		}
 		log.Warn("waiting for the delay topics of --tiers; the router creates them", "missing", missing)
 		select {

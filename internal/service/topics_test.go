@@ -59,7 +59,7 @@ func TestCheckDelayTopics(t *testing.T) {
 	if err == nil {
 		t.Fatalf("CheckDelayTopics(%s) = nil, want an error: %sdelay.2h is missing", more, prefix)
 	}
-	for _, want := range []string{"--tiers", "HOURGLASS_TIERS", prefix + "delay.2h"} {
+	for _, want := range []string{"--tiers", "HOURGLASS_TIERS", prefix + "delay.2h", "`hourglass topics --tiers 1m,5m,2h --topic-prefix " + prefix + "`"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
@@ -138,5 +138,39 @@ func TestEnsureTopicsConfigsDenied(t *testing.T) {
 	}
 	if !strings.Contains(l, `msg="created topic" topic=`+missing) {
 		t.Errorf("EnsureTopics does not say it created %s:\n%s", missing, l)
+	}
+}
+
+// TestEnsureTopicsDelayRetention: a service's start warns about a delay
+// topic that keeps records for less than twice its tier, naming the
+// retention it needs, and about each missing topic with the command that
+// creates it; a delay topic that keeps records longer is no difference.
+func TestEnsureTopicsDelayRetention(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	opts := []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}
+	prefix := kfaketest.TopicName(t, "") + "."
+	adm := kfaketest.Admin(t, cluster)
+	short, long, missing := tiers.Topic(prefix, 720*time.Hour), tiers.Topic(prefix, time.Minute), tiers.Topic(prefix, 168*time.Hour)
+	for topic, ms := range map[string]string{short: "604800000", long: "1209600000"} {
+		if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": kadm.StringPtr(ms)}, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	table, _ := tiers.Parse("1m,168h,720h")
+	var logged syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if err := EnsureTopics(ctx, opts, topics.Specs(topics.Set{Prefix: prefix, Tiers: table}, 1, -1), false, log); err != nil {
+		t.Fatal(err)
+	}
+	l := logged.String()
+	if want := `topic=` + short + ` differences="retention.ms: have \"604800000\", want at least \"5184000000\""`; !strings.Contains(l, want) {
+		t.Errorf("log does not say %s:\n%s", want, l)
+	}
+	if strings.Contains(l, "topic="+long+" ") {
+		t.Errorf("log reports %s, which keeps records longer than it needs:\n%s", long, l)
+	}
+	if want := "create it with `hourglass topics`"; !strings.Contains(l, want) || !strings.Contains(l, "topic="+missing+"\n") {
+		t.Errorf("log does not name the missing %s and say %s:\n%s", missing, want, l)
 	}
 }

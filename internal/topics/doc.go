@@ -8,8 +8,9 @@
 // cancel topic (<prefix>cancel), the outcomes topic (<prefix>outcomes) and
 // the dead-letter topic (<prefix>dlq). [Set] names the topics a command
 // needs and [Specs] gives them their recommended settings: delay topics keep
-// records 7 days or ten times the tier, whichever is longer; target and
-// outcome topics 7 days; the dead-letter topic 30 days.
+// records 7 days or twice the tier, whichever is longer ([DelayRetention],
+// a floor: a longer retention is no mismatch); target and outcome topics 7
+// days; the dead-letter topic 30 days.
 //
 // [Ensure] creates missing topics and checks existing ones against a [Spec]
 // without ever altering them; [FormatStatus] prints the result. Configs are

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type Spec struct {
 	// Configs are topic configs to create the topic with and to compare on
 	// an existing topic, e.g. retention.ms, cleanup.policy. Nil sets none.
 	Configs map[string]string
+	// AtLeast are the keys of Configs whose value is a lower bound, a whole
+	// number such as retention.ms: an existing topic with a larger value,
+	// or -1 (no limit), matches. Nil: every config must be equal.
+	AtLeast []string
 }
 
 // describeRetries bounds how often Ensure asks again about a topic that
@@ -38,7 +43,8 @@ const (
 )
 
 // Ensure creates the missing topics and describes the existing ones,
-// comparing partitions and the listed configs. It never alters an existing
+// comparing partitions and the listed configs (those of Spec.AtLeast as
+// lower bounds). It never alters an existing
 // topic. When create is false it only checks (missing topics are reported,
 // not created). A topic-already-exists answer to a create (two processes
 // creating at once) is treated as existed, not as an error: the topic is
@@ -317,10 +323,27 @@ func compare(s *Status, d kadm.TopicDetail, configs []kadm.Config) {
 			s.Unverified = append(s.Unverified, k)
 			continue
 		}
-		if !sameConfigValue(*c.Value, want) {
+		switch {
+		case slices.Contains(spec.AtLeast, k):
+			if !atLeast(*c.Value, want) {
+				s.Mismatches = append(s.Mismatches, fmt.Sprintf("%s: have %q, want at least %q", k, *c.Value, want))
+			}
+		case !sameConfigValue(*c.Value, want):
 			s.Mismatches = append(s.Mismatches, fmt.Sprintf("%s: have %q, want %q", k, *c.Value, want))
 		}
 	}
+}
+
+// atLeast reports whether the config value have is want or more, -1
+// counting as no limit. A value that is not a whole number is compared as
+// text.
+func atLeast(have, want string) bool {
+	h, errH := strconv.ParseInt(strings.TrimSpace(have), 10, 64)
+	w, errW := strconv.ParseInt(strings.TrimSpace(want), 10, 64)
+	if errH != nil || errW != nil {
+		return sameConfigValue(have, want)
+	}
+	return h == -1 || h >= w
 }
 
 // sameConfigValue compares config values ignoring surrounding spaces, and

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // kfakeTopicDefaults are the topic configs kfake reports for a topic with no
@@ -227,6 +229,44 @@ func TestEnsureTopicsMismatchNotAltered(t *testing.T) {
 	for _, c := range rc[0].Configs {
 		if c.Key == "retention.ms" && c.MaybeValue() != "604800000" {
 			t.Errorf("retention.ms after Ensure = %q, want 604800000 (unaltered)", c.MaybeValue())
+		}
+	}
+}
+
+// TestEnsureTopicsRetentionFloor: the retention of a delay topic is a
+// floor: an existing topic that keeps records longer, or forever (-1),
+// passes; one that keeps them shorter is a mismatch saying so.
+func TestEnsureTopicsRetentionFloor(t *testing.T) {
+	t.Parallel()
+	ctx, adm := testCtx(t), newAdmin(t, nil)
+	prefix := topicName(t, "") + "."
+	table, _ := tiers.Parse("1m,168h,720h,2160h")
+	have := map[time.Duration]string{
+		time.Minute:      "604800000",  // 7 days, as wanted
+		168 * time.Hour:  "8640000000", // 100 days, longer than 14
+		720 * time.Hour:  "-1",         // forever
+		2160 * time.Hour: "1209600000", // 14 days, shorter than 180
+	}
+	for d, ms := range have {
+		if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": kadm.StringPtr(ms)}, tiers.Topic(prefix, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := Ensure(ctx, adm, Specs(Set{Prefix: prefix, Tiers: table}, 1, -1), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		d, _ := tiers.TierOf(prefix, s.Spec.Name)
+		switch d {
+		case 2160 * time.Hour:
+			if want := []string{`retention.ms: have "1209600000", want at least "15552000000"`}; !slices.Equal(s.Mismatches, want) || s.OK() {
+				t.Errorf("%s: mismatches %q, OK %v; want %q", s.Spec.Name, s.Mismatches, s.OK(), want)
+			}
+		default:
+			if !s.OK() {
+				t.Errorf("%s (retention.ms %s): mismatches %q, want none", s.Spec.Name, have[d], s.Mismatches)
+			}
 		}
 	}
 }
@@ -488,6 +528,27 @@ func TestSameConfigValue(t *testing.T) {
 	for _, tt := range tests {
 		if got := sameConfigValue(tt.have, tt.want); got != tt.same {
 			t.Errorf("sameConfigValue(%q, %q) = %v, want %v", tt.have, tt.want, got, tt.same)
+		}
+	}
+}
+
+func TestAtLeast(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		have, want string
+		ok         bool
+	}{
+		{"604800000", "604800000", true},
+		{" 1209600000", "604800000", true},
+		{"-1", "604800000", true},
+		{"604799999", "604800000", false},
+		{"0", "604800000", false},
+		{"x", "x", true},
+		{"x", "604800000", false},
+	}
+	for _, tt := range tests {
+		if got := atLeast(tt.have, tt.want); got != tt.ok {
+			t.Errorf("atLeast(%q, %q) = %v, want %v", tt.have, tt.want, got, tt.ok)
 		}
 	}
 }

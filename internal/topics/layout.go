@@ -11,11 +11,22 @@ import (
 // unless told otherwise.
 const DefaultPartitions = 6
 
-// Topic retentions of Specs.
+// Topic retentions of Specs. A delay topic keeps a record at least
+// delayRetentionFactor times its tier, and never less than
+// defaultRetention: a record waits up to its tier there, and the rest is
+// margin for a router that is stopped or behind.
 const (
-	defaultRetention    = 7 * 24 * time.Hour
-	deadLetterRetention = 30 * 24 * time.Hour
+	defaultRetention     = 7 * 24 * time.Hour
+	deadLetterRetention  = 30 * 24 * time.Hour
+	delayRetentionFactor = 2
 )
+
+// DelayRetention returns the retention a delay topic of tier d is created
+// with, and the least a check accepts: 7 days or twice the tier,
+// whichever is longer.
+func DelayRetention(d time.Duration) time.Duration {
+	return max(defaultRetention, delayRetentionFactor*d)
+}
 
 // Set names the topics a command needs; empty names are left out.
 type Set struct {
@@ -42,31 +53,37 @@ func Default(prefix string, table tiers.Table) Set {
 }
 
 // Specs returns every topic of the set with the recommended settings:
-// delay topics keep records 7 days or ten times the tier, whichever is
-// longer; target and outcome topics 7 days; the dead-letter topic 30 days.
+// delay topics keep records 7 days or twice the tier, whichever is longer
+// (DelayRetention; a longer retention passes a check, a shorter one is a
+// mismatch); target and outcome topics 7 days; the dead-letter topic 30
+// days.
 // The cancellations topic is compacted: it keeps the latest cancellation of
 // every task id, whatever its age.
 func Specs(set Set, partitions int32, replicas int16) []Spec {
 	var specs []Spec
 	seen := map[string]bool{}
-	spec := func(name string, configs map[string]string) {
-		if name == "" || seen[name] {
+	spec := func(s Spec) {
+		if s.Name == "" || seen[s.Name] {
 			return
 		}
-		seen[name] = true
-		specs = append(specs, Spec{Name: name, Partitions: partitions, Replicas: replicas, Configs: configs})
+		seen[s.Name] = true
+		s.Partitions, s.Replicas = partitions, replicas
+		specs = append(specs, s)
 	}
-	add := func(name string, retention time.Duration) {
-		spec(name, map[string]string{"retention.ms": fmt.Sprint(retention.Milliseconds()), "cleanup.policy": "delete"})
+	retained := func(name string, retention time.Duration) Spec {
+		return Spec{Name: name, Configs: map[string]string{"retention.ms": fmt.Sprint(retention.Milliseconds()), "cleanup.policy": "delete"}}
 	}
+	add := func(name string, retention time.Duration) { spec(retained(name, retention)) }
 	for _, d := range set.Tiers.Durations() {
-		add(tiers.Topic(set.Prefix, d), max(defaultRetention, 10*d))
+		s := retained(tiers.Topic(set.Prefix, d), DelayRetention(d))
+		s.AtLeast = []string{"retention.ms"}
+		spec(s)
 	}
 	add(set.DeadLetter, deadLetterRetention)
 	for _, t := range set.Targets {
 		add(t, defaultRetention)
 	}
 	add(set.Outcomes, defaultRetention)
-	spec(set.Cancellations, map[string]string{"cleanup.policy": "compact"})
+	spec(Spec{Name: set.Cancellations, Configs: map[string]string{"cleanup.policy": "compact"}})
 	return specs
 }

@@ -3,7 +3,9 @@ package topicscmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/flags"
@@ -17,9 +19,12 @@ const topicsUsage = `hourglass topics creates the pipeline's topics, or checks t
 
 Topics: one delay topic per tier (<prefix>delay.<tier>), the cancel topic
 (<prefix>cancel), the outcomes topic (<prefix>outcomes) and the dead-letter
-topic (<prefix>dlq). Existing topics are never altered; where their partitions
-or configs differ from the recommended ones, the difference is reported and
-the command exits 1, as it does when the broker refuses to describe a
+topic (<prefix>dlq). A delay topic keeps records 7 days or twice its tier,
+whichever is longer; a longer retention is fine. Existing topics are never
+altered; where their partitions or configs differ from the recommended ones
+(a delay topic's retention shorter than that), the difference is reported and
+the command exits 1, as it does when a topic is missing (--check names each,
+and the command that creates them) or when the broker refuses to describe a
 topic's configs (the principal needs DescribeConfigs on the topics).
 
 Usage: hourglass topics [flags]
@@ -71,10 +76,37 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("the configs of some topics could not be checked: allow this principal DescribeConfigs on them (docs/security.md)")
 		}
 	}
+	var missing []string
+	differ := false
 	for _, s := range st {
-		if !s.OK() {
-			return errors.New("some topics are missing or differ from the recommended settings")
+		switch {
+		case !s.Created && !s.Existed:
+			missing = append(missing, s.Spec.Name)
+		case !s.OK():
+			differ = true
 		}
 	}
-	return nil
+	var problems []error
+	if len(missing) > 0 {
+		// A running system that moves to a longer ladder lacks the
+		// topics of the new tiers: name each, and the command that
+		// creates them without touching the others.
+		problems = append(problems, fmt.Errorf("missing topics %s: create them with `hourglass topics%s` (the flags of this check, without --check)",
+			strings.Join(missing, ", "), createArgs(table, prefix, partitions)))
+	}
+	if differ {
+		problems = append(problems, errors.New("some topics differ from the recommended settings (existing topics are never altered)"))
+	}
+	return errors.Join(problems...)
+}
+
+// createArgs returns the flags of a `hourglass topics` that creates the
+// topics checked: the tiers and partitions always, the prefix unless it is
+// the default.
+func createArgs(table tiers.Table, prefix string, partitions int) string {
+	args := fmt.Sprintf(" --tiers %s --partitions %d", table, partitions)
+	if prefix != tiers.DefaultPrefix {
+		args += " --topic-prefix " + prefix
+	}
+	return args
 }
