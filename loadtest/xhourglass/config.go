@@ -38,7 +38,8 @@ type ProducerConfig struct {
 	// Prefix is the topic prefix. Default "hourglass.".
 	Prefix string `json:"prefix"`
 	// Tiers are the router's delay tiers, "1s,2s,5s,10s". Default
-	// "1m,5m,30m" (tiers.DefaultTiers); it must match the router's.
+	// tiers.DefaultTiers, the router's default; the delay topic of each
+	// must exist.
 	Tiers string `json:"tiers"`
 	// Kind is the hourglass-kind of tasks that name none. Default ""
 	// (the canceller's default kind).
@@ -231,9 +232,10 @@ func (c ProducerConfig) kafka() kafka.Config {
 
 // MixConfig is the argument of `new hourglass.Mix({...})`.
 type MixConfig struct {
-	// Tiers are the router's tiers. Default "1m,5m,30m".
+	// Tiers are the router's tiers. Default tiers.DefaultTiers.
 	Tiers string `json:"tiers"`
-	// MaxDelay is the longest delay drawn. Default: the largest tier.
+	// MaxDelay is the longest delay drawn. Default: the largest tier, 270
+	// days with the default ladder: a run that is to end sets it.
 	MaxDelay Duration `json:"maxDelay"`
 	// PastDue is how far in the past a past_due task is due at most.
 	// Default 2s.

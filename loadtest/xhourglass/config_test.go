@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 func TestDecodeProducerConfig(t *testing.T) {
@@ -71,7 +73,7 @@ func TestDecodeProducerConfig(t *testing.T) {
 func TestProducerConfigDefaults(t *testing.T) {
 	c := ProducerConfig{}.WithDefaults("run1")
 	want := ProducerConfig{
-		Brokers: StringList{"127.0.0.1:9092"}, Prefix: "hourglass.", Tiers: "1m,5m,30m", RunID: "run1",
+		Brokers: StringList{"127.0.0.1:9092"}, Prefix: "hourglass.", Tiers: tiers.DefaultTiers, RunID: "run1",
 		Manifest: "hourglass-manifest-run1.jsonl", StoreTimeout: Duration(5 * time.Second), MaxInFlight: 10_000,
 		DeliveryTimeout: Duration(30 * time.Second), ClientID: "hourglass-k6",
 		Outcomes: ptr(true), OutcomesTopic: "hourglass.outcomes", OutcomeWait: Duration(30 * time.Second),

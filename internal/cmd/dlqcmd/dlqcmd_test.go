@@ -337,7 +337,7 @@ func TestDLQReplaySources(t *testing.T) {
 		env  map[string]string
 		want map[string]string // key -> topic replayed to, skip for skipped
 	}{
-		{"defaults: the delay topics of 1m,5m,30m and d.cancel", nil, nil, map[string]string{
+		{"defaults: the delay topics of the default ladder and d.cancel", nil, nil, map[string]string{
 			"forged": skip, "cancel": "d.cancel", "delay": "d.delay.1m", "orders": skip, "via-target": skip, "bad-source": skip, "other-prefix": skip, "truncated": skip}},
 		{"--topics replaces d.cancel", []string{"--topics", "orders.cancel, d.elsewhere"}, nil, map[string]string{
 			"forged": skip, "cancel": skip, "delay": "d.delay.1m", "orders": "orders.cancel", "via-target": skip, "bad-source": skip, "other-prefix": skip, "truncated": skip}},

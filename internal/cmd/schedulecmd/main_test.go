@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c })
 }
 
-// pipeline creates the topics of a pipeline with tiers 1m,5m,30m under a
+// pipeline creates the topics of a pipeline with the default ladder under a
 // prefix of the test's own, and returns the prefix and the flags that
 // point a command at it.
 func pipeline(t *testing.T) (prefix string, flags []string) {

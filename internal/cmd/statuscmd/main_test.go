@@ -31,8 +31,9 @@ func TestMain(m *testing.M) {
 	kfaketest.Main(m, func(c *kfake.Cluster) { cluster = c })
 }
 
-// pipeline is the topics of one test on a cluster: tiers 1m, 5m, 30m
-// under a prefix of the test's own.
+// pipeline is the topics of one test on a cluster: the delay topics of the
+// default ladder (tiers.DefaultTiers, the default of --tiers) and the
+// others, under a prefix of the test's own.
 type pipeline struct {
 	t      *testing.T
 	c      *kfake.Cluster

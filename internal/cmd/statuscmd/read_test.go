@@ -121,8 +121,11 @@ func TestStatusMissingTopics(t *testing.T) {
 			missing++
 		}
 	}
-	if d := only(t, st); d.State != statuscmd.StateWaiting || missing != 6 || !st.Complete {
-		t.Errorf("state %s, %d topics missing, complete %v, want waiting, 6, true:\n%s", d.State, missing, st.Complete, out)
+	// Every delay topic of the default ladder but 1m, and the cancel,
+	// outcomes, dead-letter and cancellations topics.
+	want := tiers.DefaultTable().Len() - 1 + 4
+	if d := only(t, st); d.State != statuscmd.StateWaiting || missing != want || !st.Complete {
+		t.Errorf("state %s, %d topics missing, complete %v, want waiting, %d, true:\n%s", d.State, missing, st.Complete, want, out)
 	}
 	stdout, _, err := cmdtest.Run(t, statuscmd.Run, append(p.flags(), "m")...)
 	if err != nil || !strings.Contains(stdout, prefix+"cancellations  does not exist") {
