@@ -37,10 +37,10 @@ func quantityBytes(t *testing.T, q any) float64 {
 // cancellations (values.yaml, router.resources).
 const routerMemoryOverhead = 128 << 20
 
-// What a burst adds to a partition's byte limit (values.yaml,
-// router.resources): one poll of the smallest records held beyond it, each
-// taking routerSmallRecord bytes, and a fetch of them decoded whole by the
-// client, routerFetchDecoded times its compressed bytes.
+// What a burst takes beyond the router's byte limit (values.yaml,
+// router.resources): the records held, each taking routerSmallRecord bytes
+// at least, and a fetch per partition decoded whole by the client,
+// routerFetchDecoded times its compressed bytes.
 const (
 	routerSmallRecord  = 1280
 	routerFetchDecoded = 96
@@ -69,25 +69,25 @@ func TestChartRouterMemory(t *testing.T) {
 	}
 
 	// The render refuses a limit the limits do not fit, and names the ways
-	// out: a larger limit, or lower limits of what a partition holds.
-	for _, set := range [][]string{{"topics.partitions=16"}, {"router.fetchPartitionBytes=262144"}} {
+	// out: a larger limit, or lower limits of what the router holds.
+	for _, set := range [][]string{{"topics.partitions=16"}, {"router.fetchPartitionBytes=262144"}, {"router.maxHeldBytes=268435456"}} {
 		_, err := renderChart(t, "", set...)
 		if err == nil {
 			t.Errorf("%v with 512Mi: want the render refused", set)
 			continue
 		}
-		for _, want := range []string{"router.resources.limits.memory 512Mi", "in a burst", "raise the limit to at least",
-			"lower router.maxHeldBytesPerPartition, router.maxHeldPerPartition or router.fetchPartitionBytes"} {
+		for _, want := range []string{"router.resources.limits.memory 640Mi", "in a burst", "raise the limit to at least",
+			"lower router.fetchPartitionBytes, router.maxHeldBytes or router.maxHeld"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%v with 512Mi: the refusal does not say %q: %v", set, want, err)
 			}
 		}
 	}
 	for _, set := range [][]string{
-		{"topics.partitions=16", "router.maxHeldBytesPerPartition=1048576"},
 		{"topics.partitions=16", "router.fetchPartitionBytes=8192"},
-		{"topics.partitions=16", "router.maxHeldPerPartition=200", "router.maxHeldBytesPerPartition=2097152"},
-		{"topics.partitions=16", "router.resources.limits.memory=1Gi"},
+		{"topics.partitions=16", "router.resources.limits.memory=1280Mi"},
+		{"router.maxHeld=2000", "router.maxHeldBytes=16777216", "router.resources.limits.memory=512Mi"},
+		{"topics.tiers={1m,5m,30m}", "router.resources.limits.memory=384Mi"},
 	} {
 		if _, err := renderChart(t, "", set...); err != nil {
 			t.Errorf("%v: %v", set, err)
@@ -119,9 +119,8 @@ func checkMemoryLimit(t *testing.T, o object, c ctr, env map[string]string) {
 		return n
 	}
 	parts := float64(len(strings.Split(env["HOURGLASS_TIERS"], ","))) * num("HOURGLASS_PARTITIONS")
-	perPart := num("HOURGLASS_MAX_HELD_BYTES_PER_PARTITION") + routerSmallRecord*num("HOURGLASS_MAX_HELD_PER_PARTITION") +
-		routerFetchDecoded*num("HOURGLASS_FETCH_PARTITION_BYTES")
-	need := parts*perPart + num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
+	held := num("HOURGLASS_MAX_HELD_BYTES") + routerSmallRecord*num("HOURGLASS_MAX_HELD")
+	need := held + parts*routerFetchDecoded*num("HOURGLASS_FETCH_PARTITION_BYTES") + num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
 	t.Logf("%s: %.0f partitions need up to %.0f MiB; GOMEMLIMIT %.0f MiB, limit %.0f MiB", o, parts, need/(1<<20), soft/(1<<20), limit/(1<<20))
 	if need > soft {
 		t.Errorf("%s: a router owning all %.0f partitions may hold %.0f MiB, above GOMEMLIMIT %.0f MiB", o, parts, need/(1<<20), soft/(1<<20))
@@ -142,7 +141,7 @@ func TestChartDefaultsFollowServices(t *testing.T) {
 	objs := parseManifests(t, scenarioRender(t, ""))
 	mirrored := map[string][]string{
 		"router": {"HOURGLASS_SESSION_TIMEOUT", "HOURGLASS_COMMIT_INTERVAL", "HOURGLASS_SHUTDOWN_TIMEOUT", "HOURGLASS_REVOKE_TIMEOUT",
-			"HOURGLASS_TIMER_CAPACITY", "HOURGLASS_TIMER_BYTES", "HOURGLASS_MAX_HELD_PER_PARTITION", "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION",
+			"HOURGLASS_TIMER_CAPACITY", "HOURGLASS_TIMER_BYTES", "HOURGLASS_MAX_HELD", "HOURGLASS_MAX_HELD_BYTES", "HOURGLASS_MAX_HELD_PER_PARTITION", "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION",
 			"HOURGLASS_FETCH_PARTITION_BYTES", "HOURGLASS_MAX_DELAY", "HOURGLASS_TIERS", "HOURGLASS_TOPIC_PREFIX", "HOURGLASS_PARTITIONS",
 			"HOURGLASS_CANCELLATION_GRACE"},
 		"canceller": {"HOURGLASS_SESSION_TIMEOUT", "HOURGLASS_COMMIT_INTERVAL", "HOURGLASS_SHUTDOWN_TIMEOUT", "HOURGLASS_CLOSE_TIMEOUT",

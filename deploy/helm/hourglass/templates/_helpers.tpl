@@ -164,6 +164,7 @@ the ConfigMaps exist, get them inline.
 {{- if $r.dlqTopic }}{{ $_ := set $env "HOURGLASS_DLQ_TOPIC" $r.dlqTopic }}{{ end -}}
 {{- $_ := set $env "HOURGLASS_MAX_DELAY" $r.maxDelay -}}
 {{- $_ := set $env "HOURGLASS_TIMER_CAPACITY" ($r.timerCapacity | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_MAX_HELD" ($r.maxHeld | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_MAX_HELD_PER_PARTITION" ($r.maxHeldPerPartition | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_FETCH_PARTITION_BYTES" ($r.fetchPartitionBytes | int64 | toString) -}}
 {{- if $r.allowedTargets }}{{ $_ := set $env "HOURGLASS_ALLOWED_TARGETS" (join "," $r.allowedTargets) }}{{ end -}}
@@ -172,6 +173,7 @@ the ConfigMaps exist, get them inline.
 {{- $_ := set $env "HOURGLASS_CANCELLATIONS_DIR" (include "hourglass.cancellationsDir" .) -}}
 {{- $_ := set $env "HOURGLASS_CANCELLATION_GRACE" $r.cancellationGrace -}}
 {{- $_ := set $env "HOURGLASS_TIMER_BYTES" ($r.timerBytes | int64 | toString) -}}
+{{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES" ($r.maxHeldBytes | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION" ($r.maxHeldBytesPerPartition | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_COMMIT_INTERVAL" $r.commitInterval -}}
 {{- $_ := set $env "HOURGLASS_REVOKE_TIMEOUT" $r.revokeTimeout -}}
@@ -598,13 +600,10 @@ bytes; empty when it does not parse.
 hourglass.routerMemory fails the render when the router's memory limit
 cannot hold what the router may hold by its limits (values.yaml,
 router.resources): when it owns every partition of every tier, and a burst
-fills each of them at once,
-  partitions x (maxHeldBytesPerPartition
-                + maxHeldPerPartition x 1.25 KiB: one poll of the smallest
-                  records beyond the byte limit
-                + 96 x fetchPartitionBytes: a fetch of the smallest records,
-                  which the client decodes whole, about 70 times their bytes
-                  compressed with zstd)
+fills them all at once,
+  maxHeldBytes + maxHeld x 1.25 KiB: the records held, router-wide
+  + partitions x 96 x fetchPartitionBytes: a fetch per partition, which the
+    client decodes whole, about 70 times its bytes compressed with zstd
   + timerBytes + 128 MiB (Go runtime, Kafka clients, metrics and the store
   of cancellations, up to 130 MB of RSS while it reads the whole topic)
 must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
@@ -616,13 +615,12 @@ must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
 {{- if $limitBytes -}}
 {{- $mi := 1048576.0 -}}
 {{- $parts := mul (len .Values.topics.tiers) (.Values.topics.partitions | int64) -}}
-{{- $poll := mulf ($r.maxHeldPerPartition | float64) 1280.0 -}}
-{{- $fetch := mulf ($r.fetchPartitionBytes | float64) 96.0 -}}
-{{- $perPart := addf ($r.maxHeldBytesPerPartition | float64) $poll $fetch -}}
-{{- $need := addf (mulf $parts $perPart) ($r.timerBytes | float64) (mulf 128 $mi) -}}
+{{- $held := addf ($r.maxHeldBytes | float64) (mulf ($r.maxHeld | float64) 1280.0) -}}
+{{- $fetch := mulf $parts ($r.fetchPartitionBytes | float64) 96.0 -}}
+{{- $need := addf $held $fetch ($r.timerBytes | float64) (mulf 128 $mi) -}}
 {{- $soft := include "hourglass.gomemlimit" $limit | float64 -}}
 {{- if gt $need $soft -}}
-{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold in a burst when it owns every partition: %d partitions (%d tiers x %d) x (router.maxHeldBytesPerPartition %.2fMiB + router.maxHeldPerPartition %d x 1.25KiB + 96 x router.fetchPartitionBytes %.3fMiB) + router.timerBytes %.0fMiB + 128MiB for the Go runtime, the Kafka clients and the store of cancellations = %.0fMiB; raise the limit to at least %.0fMi, or lower router.maxHeldBytesPerPartition, router.maxHeldPerPartition or router.fetchPartitionBytes" (toString $limit) (divf $soft $mi) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.maxHeldBytesPerPartition | float64) $mi) ($r.maxHeldPerPartition | int64) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
+{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold in a burst when it owns every partition: router.maxHeldBytes %.0fMiB + router.maxHeld %d x 1.25KiB + %d partitions (%d tiers x %d) x 96 x router.fetchPartitionBytes %.3fMiB + router.timerBytes %.0fMiB + 128MiB for the Go runtime, the Kafka clients and the store of cancellations = %.0fMiB; raise the limit to at least %.0fMi, or lower router.fetchPartitionBytes, router.maxHeldBytes or router.maxHeld" (toString $limit) (divf $soft $mi) (divf ($r.maxHeldBytes | float64) $mi) ($r.maxHeld | int64) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
