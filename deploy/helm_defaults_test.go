@@ -39,11 +39,13 @@ const routerMemoryOverhead = 128 << 20
 
 // What a burst takes beyond the router's byte limit (values.yaml,
 // router.resources): the records held, each taking routerSmallRecord bytes
-// at least, and a fetch per partition decoded whole by the client,
-// routerFetchDecoded times its compressed bytes.
+// at least, the client's decode budget for compressed batches, and a fetch
+// per partition of records not compressed, routerFetchDecoded times its
+// bytes once decoded.
 const (
 	routerSmallRecord  = 1280
-	routerFetchDecoded = 96
+	routerDecodeBudget = 32 << 20
+	routerFetchDecoded = 24
 )
 
 // TestChartRouterMemory checks, in every scenario, that GOMEMLIMIT is
@@ -70,13 +72,13 @@ func TestChartRouterMemory(t *testing.T) {
 
 	// The render refuses a limit the limits do not fit, and names the ways
 	// out: a larger limit, or lower limits of what the router holds.
-	for _, set := range [][]string{{"topics.partitions=16"}, {"router.fetchPartitionBytes=262144"}, {"router.maxHeldBytes=268435456"}} {
+	for _, set := range [][]string{{"topics.partitions=24"}, {"router.fetchPartitionBytes=262144"}, {"router.maxHeldBytes=268435456"}} {
 		_, err := renderChart(t, "", set...)
 		if err == nil {
 			t.Errorf("%v with 512Mi: want the render refused", set)
 			continue
 		}
-		for _, want := range []string{"router.resources.limits.memory 640Mi", "in a burst", "raise the limit to at least",
+		for _, want := range []string{"router.resources.limits.memory 512Mi", "in a burst", "raise the limit to at least",
 			"lower router.fetchPartitionBytes, router.maxHeldBytes or router.maxHeld"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%v with 512Mi: the refusal does not say %q: %v", set, want, err)
@@ -84,8 +86,9 @@ func TestChartRouterMemory(t *testing.T) {
 		}
 	}
 	for _, set := range [][]string{
-		{"topics.partitions=16", "router.fetchPartitionBytes=8192"},
-		{"topics.partitions=16", "router.resources.limits.memory=1280Mi"},
+		{"topics.partitions=16"},
+		{"topics.partitions=24", "router.fetchPartitionBytes=8192"},
+		{"topics.partitions=24", "router.resources.limits.memory=1Gi"},
 		{"router.maxHeld=2000", "router.maxHeldBytes=16777216", "router.resources.limits.memory=512Mi"},
 		{"topics.tiers={1m,5m,30m}", "router.resources.limits.memory=384Mi"},
 	} {
@@ -120,7 +123,7 @@ func checkMemoryLimit(t *testing.T, o object, c ctr, env map[string]string) {
 	}
 	parts := float64(len(strings.Split(env["HOURGLASS_TIERS"], ","))) * num("HOURGLASS_PARTITIONS")
 	held := num("HOURGLASS_MAX_HELD_BYTES") + routerSmallRecord*num("HOURGLASS_MAX_HELD")
-	need := held + parts*routerFetchDecoded*num("HOURGLASS_FETCH_PARTITION_BYTES") + num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
+	need := held + routerDecodeBudget + parts*routerFetchDecoded*num("HOURGLASS_FETCH_PARTITION_BYTES") + num("HOURGLASS_TIMER_BYTES") + routerMemoryOverhead
 	t.Logf("%s: %.0f partitions need up to %.0f MiB; GOMEMLIMIT %.0f MiB, limit %.0f MiB", o, parts, need/(1<<20), soft/(1<<20), limit/(1<<20))
 	if need > soft {
 		t.Errorf("%s: a router owning all %.0f partitions may hold %.0f MiB, above GOMEMLIMIT %.0f MiB", o, parts, need/(1<<20), soft/(1<<20))

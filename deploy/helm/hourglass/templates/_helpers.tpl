@@ -602,8 +602,10 @@ cannot hold what the router may hold by its limits (values.yaml,
 router.resources): when it owns every partition of every tier, and a burst
 fills them all at once,
   maxHeldBytes + maxHeld x 1.25 KiB: the records held, router-wide
-  + partitions x 96 x fetchPartitionBytes: a fetch per partition, which the
-    client decodes whole, about 70 times its bytes compressed with zstd
+  + 32 MiB: the client's decode budget, which bounds the compressed batches
+    it decodes ahead of the polls
+  + partitions x 24 x fetchPartitionBytes: a fetch per partition of records
+    not compressed, the smallest 7 bytes on the wire and 167 decoded
   + timerBytes + 128 MiB (Go runtime, Kafka clients, metrics and the store
   of cancellations, up to 130 MB of RSS while it reads the whole topic)
 must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
@@ -616,11 +618,11 @@ must stay under GOMEMLIMIT, 90% of the limit. No limit, no check.
 {{- $mi := 1048576.0 -}}
 {{- $parts := mul (len .Values.topics.tiers) (.Values.topics.partitions | int64) -}}
 {{- $held := addf ($r.maxHeldBytes | float64) (mulf ($r.maxHeld | float64) 1280.0) -}}
-{{- $fetch := mulf $parts ($r.fetchPartitionBytes | float64) 96.0 -}}
+{{- $fetch := addf (mulf 32 $mi) (mulf $parts ($r.fetchPartitionBytes | float64) 24.0) -}}
 {{- $need := addf $held $fetch ($r.timerBytes | float64) (mulf 128 $mi) -}}
 {{- $soft := include "hourglass.gomemlimit" $limit | float64 -}}
 {{- if gt $need $soft -}}
-{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold in a burst when it owns every partition: router.maxHeldBytes %.0fMiB + router.maxHeld %d x 1.25KiB + %d partitions (%d tiers x %d) x 96 x router.fetchPartitionBytes %.3fMiB + router.timerBytes %.0fMiB + 128MiB for the Go runtime, the Kafka clients and the store of cancellations = %.0fMiB; raise the limit to at least %.0fMi, or lower router.fetchPartitionBytes, router.maxHeldBytes or router.maxHeld" (toString $limit) (divf $soft $mi) (divf ($r.maxHeldBytes | float64) $mi) ($r.maxHeld | int64) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
+{{- fail (printf "router.resources.limits.memory %s (GOMEMLIMIT %.0fMiB) is below what a router may hold in a burst when it owns every partition: router.maxHeldBytes %.0fMiB + router.maxHeld %d x 1.25KiB + 32MiB of decode budget + %d partitions (%d tiers x %d) x 24 x router.fetchPartitionBytes %.3fMiB + router.timerBytes %.0fMiB + 128MiB for the Go runtime, the Kafka clients and the store of cancellations = %.0fMiB; raise the limit to at least %.0fMi, or lower router.fetchPartitionBytes, router.maxHeldBytes or router.maxHeld" (toString $limit) (divf $soft $mi) (divf ($r.maxHeldBytes | float64) $mi) ($r.maxHeld | int64) $parts (len .Values.topics.tiers) (.Values.topics.partitions | int64) (divf ($r.fetchPartitionBytes | float64) $mi) (divf ($r.timerBytes | float64) $mi) (divf $need $mi) (ceil (divf $need (mulf 0.9 $mi)))) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
