@@ -36,9 +36,12 @@ type benchResult struct {
 	procFigures
 	// Steady has the figures of the seconds in which deadlines fired at
 	// --rate (see steady); absent when there were fewer than minSteady.
-	Steady          *steadyResult `json:"steady,omitempty"`
-	DurationSeconds float64       `json:"duration_s"`
-	InstanceIDs     bool          `json:"instance_ids"`
+	Steady *steadyResult `json:"steady,omitempty"`
+	// The delay topics' records and bytes; absent when the broker could
+	// not be read at the end.
+	*delayFigures
+	DurationSeconds float64 `json:"duration_s"`
+	InstanceIDs     bool    `json:"instance_ids"`
 	// The router's and canceller's figures are those of the last
 	// instance, the restarted one after a kill.
 	Kill    *killResult    `json:"kill,omitempty"`
@@ -146,6 +149,7 @@ func (r *rig) throughput(ctx context.Context, stdout, stderr io.Writer) error {
 	res.FireRate, res.FireRatePeak = fires.rate(res.Fired), fires.max
 	res.Steady = st.result()
 	res.Writers = w.result(c)
+	res.delayFigures = r.delayFigures(ctx, produced)
 	logLate(stderr, t.LateSample())
 	var dbErr error
 	if r.orders != nil {

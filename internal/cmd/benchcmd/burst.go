@@ -41,6 +41,7 @@ type burstResult struct {
 	CloseRate         float64                 `json:"close_rate"` // closes per second, from the due instant to the last close
 	Outcomes          map[outcome.Outcome]int `json:"outcomes"`   // of the first event of each deadline
 	procFigures
+	*delayFigures
 	DurationSeconds float64   `json:"duration_s"`
 	DB              *dbResult `json:"db,omitempty"`
 }
@@ -90,6 +91,7 @@ func (r *rig) burst(ctx context.Context, stdout, stderr io.Writer) error {
 			res.CloseRate = round(float64(snap.Tasks) * 1000 / float64(res.LastCloseMs))
 		}
 	}
+	res.delayFigures = r.delayFigures(ctx, c.burst)
 	var dbErr error
 	if r.orders != nil {
 		res.DB, dbErr = r.orders.checked(ctx, c.burst)
@@ -100,7 +102,13 @@ func (r *rig) burst(ctx context.Context, stdout, stderr io.Writer) error {
 	if res.Lost > 0 || res.Early > 0 {
 		return fmt.Errorf("bench: %d deadlines lost, %d fired early", res.Lost, res.Early)
 	}
-	return dbErr
+	if dbErr != nil {
+		return dbErr
+	}
+	if err := c.producesBound(res.delayFigures); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
 }
 
 // scheduleBurst produces the --burst deadlines, all due at due, as fast as

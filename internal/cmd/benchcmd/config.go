@@ -53,6 +53,7 @@ type benchConfig struct {
 	maxLate     time.Duration
 	maxRSS      float64
 	maxGrowthMB float64
+	maxProduces float64
 }
 
 // parseBench parses and validates the flags of a bench run.
@@ -145,6 +146,7 @@ func (c *benchConfig) register(fs *cli.FlagSet, rawTiers *string, steps *[]strin
 	fs.DurationVar(&c.maxLate, "max-lateness", "", 0, "fail when the largest lateness exceeds this (0: no bound)")
 	fs.Float64Var(&c.maxRSS, "max-router-rss-mb", "", 0, "fail when the router's peak RSS exceeds this many MB (0: no bound)")
 	fs.Float64Var(&c.maxGrowthMB, "max-growth-mb", "", 0, "memory mode: fail when the router's RSS grows by more than this many MB (0: no bound)")
+	fs.Float64Var(&c.maxProduces, "max-produces-per-deadline", "", 0, "fail when the records produced into the delay topics per deadline scheduled exceed this (0: no bound)")
 }
 
 // validate parses rawTiers and steps into c and reports every problem.
@@ -190,6 +192,12 @@ func (c *benchConfig) validate(rawTiers string, steps []string) cli.Problems {
 	}
 	errs.IntRange("bombs", c.bombs, 0, 100)
 	errs.IntRange("big-batches", c.bigBatches, 0, 1000)
+	if c.maxProduces < 0 {
+		errs.Add("max-produces-per-deadline", "%v: want 0 (no bound) or more", c.maxProduces)
+	}
+	if c.maxProduces > 0 && (len(c.pendingSteps) > 0 || len(c.cancelSteps) > 0) {
+		errs.Add("max-produces-per-deadline", "goes with a throughput or burst run: in the memory modes no deadline is due")
+	}
 	if len(c.pendingSteps) > 0 && (c.kill != "" || c.hostile() || c.closer != closerLog) {
 		errs.Add("pending-steps", "the memory mode takes neither --kill, hostile records nor a database --closer")
 	}
@@ -261,11 +269,28 @@ func (c *benchConfig) bounds(res benchResult) error {
 	if c.maxRSS > 0 && res.RouterPeakRSS > c.maxRSS {
 		errs = append(errs, fmt.Errorf("router peak RSS %.1f MB, more than --max-router-rss-mb %.0f", res.RouterPeakRSS, c.maxRSS))
 	}
+	if err := c.producesBound(res.delayFigures); err != nil {
+		errs = append(errs, err)
+	}
 	if res.Writers != nil && res.Writers.Leaked > 0 {
 		errs = append(errs, fmt.Errorf("%d orders cancelled before they were due were closed", res.Writers.Leaked))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("bench: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// producesBound checks --max-produces-per-deadline against f, nil when the
+// delay topics could not be read.
+func (c *benchConfig) producesBound(f *delayFigures) error {
+	switch {
+	case c.maxProduces <= 0:
+		return nil
+	case f == nil:
+		return errors.New("produces per deadline not measured, --max-produces-per-deadline not checked")
+	case f.ProducesPerDeadline > c.maxProduces:
+		return fmt.Errorf("%.2f produces per deadline into the delay topics, more than --max-produces-per-deadline %v", f.ProducesPerDeadline, c.maxProduces)
 	}
 	return nil
 }

@@ -26,8 +26,13 @@ out and after the scheduling ends, when fewer deadlines fire, included).
 "steady" has the same two figures over the longest stretch of the
 scheduling, 5 s or more, in which every second fired at least 95% of
 --rate (from_s, to_s, fired, rate): the CPU per deadline at that rate; it
-is absent without such a stretch. It exits 1 when an order is lost or
-early, or when a --max-* bound is exceeded; and at once, without a JSON
+is absent without such a stretch. produces_per_deadline is the records
+produced into the delay topics (the bench's schedules and the router's
+hops), read from the broker at the end, per deadline scheduled; with
+delay_records, delay_bytes (the record batches the broker keeps for them,
+compressed as produced) and delay_bytes_per_deadline. It exits 1 when an
+order is lost or early, or when a --max-* bound is exceeded
+(--max-produces-per-deadline among them); and at once, without a JSON
 line, when the router or the canceller exits on its own.
 
 With --closer postgres (or mysql) the canceller closes real orders: the
