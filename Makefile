@@ -62,6 +62,14 @@ bench-kill: build ## SIGKILL the router mid-run (PROCESS=canceller for the cance
 bench-hostile: build ## near-limit records and zstd bombs next to 2,000 orders/s; fails if the router passes 400 MB
 	$(BIN)/hourglass bench --orders 40000 --rate 2000 --hostile-rate 20 --bombs 10 --max-router-rss-mb 400
 
+# The default ladder with a minute scaled to 10 ms (every tier divided by 6,000).
+LADDER_SCALED := 10ms,20ms,50ms,100ms,300ms,600ms,1800ms,7200ms,14400ms,43200ms,100800ms,432000ms,1296000ms,3888000ms
+
+.PHONY: bench-ladder
+bench-ladder: build ## produces per deadline into the delay topics for 20,000 orders due DELAY (10s) ahead: the old ladder 1m,5m,30m, then the default, a minute scaled to 10 ms (fails above 22, its most up to a scaled year)
+	$(BIN)/hourglass bench --orders 20000 --rate 1000 --delays $(or $(DELAY),10s) --tiers 10ms,50ms,300ms
+	$(BIN)/hourglass bench --orders 20000 --rate 1000 --delays $(or $(DELAY),10s) --tiers $(LADDER_SCALED) --max-produces-per-deadline 22
+
 .PHONY: bench-burst
 bench-burst: build ## 1,000,000 deadlines due at one instant, log closer, about 40 s (N=, CLOSER=postgres or mysql to close them in a table: N=100000 takes 30 s)
 	$(BIN)/hourglass bench --burst $(or $(N),1000000) --closer $(or $(CLOSER),log) --timeout 15m
