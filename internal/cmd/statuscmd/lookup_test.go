@@ -90,7 +90,7 @@ func TestStatusLookupFails(t *testing.T) {
 			if strings.Contains(err.Error(), "--timeout") {
 				t.Errorf("error %q blames --timeout", err)
 			}
-			if strings.Contains(stdout, "no records of it since") {
+			if strings.Contains(stdout, "no records of x since") {
 				t.Errorf("stdout says the task has no records:\n%s", stdout)
 			}
 			if tc.err == kerr.UnknownServerError && !strings.Contains(stdout, delay) {

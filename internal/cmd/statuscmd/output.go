@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -17,6 +18,9 @@ type Status struct {
 	NowMs  int64  `json:"now_ms"`
 	// SinceMs is where the reads began (--since before now).
 	SinceMs int64 `json:"since_ms"`
+	// AllPartitions is set when every partition of each topic was read
+	// (--all-partitions), not only the one murmur2 gives the task id.
+	AllPartitions bool `json:"all_partitions,omitempty"`
 	// Complete is set when every partition was read to its end and
 	// ClickHouse, when asked, answered: a status that is not complete may
 	// miss records.
@@ -62,8 +66,10 @@ func renderText(w io.Writer, st *Status) error {
 	fmt.Fprintf(w, "task %s\n", term.Quote(st.TaskID))
 	unread := unreadParts(st)
 	switch {
+	case len(st.Deadlines) == 0 && len(unread) == 0 && st.AllPartitions:
+		fmt.Fprintf(w, "  no records of it since %s in any partition\n", stamp(st.SinceMs))
 	case len(st.Deadlines) == 0 && len(unread) == 0:
-		fmt.Fprintf(w, "  no records of it since %s\n", stamp(st.SinceMs))
+		fmt.Fprintf(w, "  %s\n", notFound(st))
 	case len(st.Deadlines) == 0:
 		fmt.Fprintf(w, "  no records of it found since %s, but %s could not be read to the end (below): records of it may be there\n",
 			stamp(st.SinceMs), strings.Join(unread, ", "))
@@ -95,6 +101,24 @@ func renderText(w io.Writer, st *Status) error {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, readText(st))
 	return nil
+}
+
+// notFound says where status looked for a task it found no records of, in
+// the partitions murmur2 gives its key, and where else they may be.
+func notFound(st *Status) string {
+	var ps []int32
+	for _, p := range st.Read {
+		if !p.Missing && !slices.Contains(ps, p.Partition) {
+			ps = append(ps, p.Partition)
+		}
+	}
+	where := "the partition of each topic murmur2 gives its key"
+	if len(ps) == 1 {
+		where = fmt.Sprintf("partition %d of each topic (the partition murmur2 gives its key)", ps[0])
+	}
+	return fmt.Sprintf("no records of %s since %s in %s, as the Go and Java clients and the examples partition it; "+
+		"a producer that partitions otherwise (kcat without -X partitioner=murmur2_random) puts it elsewhere: --all-partitions reads every partition",
+		term.Quote(st.TaskID), stamp(st.SinceMs), where)
 }
 
 // unreadParts names the partitions that were not read to their end: their

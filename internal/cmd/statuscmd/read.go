@@ -41,7 +41,7 @@ const (
 )
 
 // PartRead is what status read of one partition: the partition the task
-// id's records go to in one topic.
+// id's records go to in one topic, or with --all-partitions any of them.
 type PartRead struct {
 	Topic     string `json:"topic"`
 	Role      string `json:"role"`
@@ -71,11 +71,19 @@ type reader struct {
 	adm      *kadm.Client
 	key      []byte
 	prefix   string // of the delay topics
+	all      bool   // read every partition of each topic, not the key's only
 	progress io.Writer
 	kept     kept // the records of the key read so far
 }
 
-// read reads, in each of srcs, the partition of r.key from the first
+// partKey names a partition being read.
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// read reads, in each of srcs, the partition of r.key (every partition
+// with r.all) from the first
 // offset at or after from up to the last stable offset, and keeps the
 // records of the key in r.kept. It stops when ctx is done, leaving the
 // partitions not read to their end incomplete; it returns an error only
@@ -87,19 +95,24 @@ func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]*Pa
 	}
 	consume := map[string]map[int32]kgo.Offset{}
 	var total int64
+	n := 0 // partitions to read
 	for _, p := range parts {
 		if p.Missing || p.Complete {
 			continue
 		}
-		consume[p.Topic] = map[int32]kgo.Offset{p.Partition: kgo.NewOffset().At(p.FromOffset)}
+		if consume[p.Topic] == nil {
+			consume[p.Topic] = map[int32]kgo.Offset{}
+		}
+		consume[p.Topic][p.Partition] = kgo.NewOffset().At(p.FromOffset)
 		total += p.total()
+		n++
 	}
-	if len(consume) == 0 {
+	if n == 0 {
 		return parts, nil
 	}
 	if total > farRecords {
 		fmt.Fprintf(r.progress, "status: reading %d records in %d partitions since %s (--since narrows the read, --timeout bounds it)\n",
-			total, len(consume), from.UTC().Format(time.RFC3339))
+			total, n, from.UTC().Format(time.RFC3339))
 	}
 	// Control records (transaction markers) take offsets too: a partition
 	// may end on one.
@@ -113,8 +126,8 @@ func (r *reader) read(ctx context.Context, srcs []source, from time.Time) ([]*Pa
 	return parts, nil
 }
 
-// plan returns the partition to read of each source: where --since starts
-// it and where it ends.
+// plan returns the partition to read of each source (each of its
+// partitions with r.all): where --since starts it and where it ends.
 func (r *reader) plan(ctx context.Context, srcs []source, from time.Time) ([]*PartRead, error) {
 	names := make([]string, len(srcs))
 	for i, s := range srcs {
@@ -135,32 +148,43 @@ func (r *reader) plan(ctx context.Context, srcs []source, from time.Time) ([]*Pa
 	}
 	parts := make([]*PartRead, 0, len(srcs))
 	for _, s := range srcs {
-		p := &PartRead{Topic: s.topic, Role: s.role, Partition: -1}
-		parts = append(parts, p)
 		td, ok := tds[s.topic]
 		if !ok || td.Err != nil || len(td.Partitions) == 0 {
-			p.Missing, p.Complete = true, true
+			parts = append(parts, &PartRead{Topic: s.topic, Role: s.role, Partition: -1, Missing: true, Complete: true})
 			continue
 		}
-		p.Partition = kafka.KeyPartition(s.topic, r.key, len(td.Partitions))
-		st, sok := starts.Lookup(s.topic, p.Partition)
-		en, eok := ends.Lookup(s.topic, p.Partition)
-		switch {
-		case !sok || st.Err != nil:
-			p.Error = fmt.Sprintf("could not look up %s by timestamp (its first offset since %s): %v", p, since, cmp.Or(st.Err, errNotListed))
-		case st.Offset < 0:
-			// kadm lists the end offset for a partition with no record since
-			// from; -1 is left when that listing failed.
-			p.Error = fmt.Sprintf("could not look up %s by timestamp (its first offset since %s): no offset listed", p, since)
-		case !eok || en.Err != nil:
-			p.Error = fmt.Sprintf("could not list the end offset of %s: %v", p, cmp.Or(en.Err, errNotListed))
-		case st.Offset >= en.Offset:
-			p.FromOffset, p.EndOffset, p.Complete = en.Offset, en.Offset, true
-		default:
-			p.FromOffset, p.EndOffset = st.Offset, en.Offset
+		ps := []int32{kafka.KeyPartition(s.topic, r.key, len(td.Partitions))}
+		if r.all {
+			ps = td.Partitions.Numbers()
+		}
+		for _, n := range ps {
+			p := &PartRead{Topic: s.topic, Role: s.role, Partition: n}
+			parts = append(parts, p)
+			bounds(p, starts, ends, since)
 		}
 	}
 	return parts, nil
+}
+
+// bounds sets where p's read starts (its first offset since) and ends, or
+// the error that keeps it from being read.
+func bounds(p *PartRead, starts, ends kadm.ListedOffsets, since string) {
+	st, sok := starts.Lookup(p.Topic, p.Partition)
+	en, eok := ends.Lookup(p.Topic, p.Partition)
+	switch {
+	case !sok || st.Err != nil:
+		p.Error = fmt.Sprintf("could not look up %s by timestamp (its first offset since %s): %v", p, since, cmp.Or(st.Err, errNotListed))
+	case st.Offset < 0:
+		// kadm lists the end offset for a partition with no record since
+		// from; -1 is left when that listing failed.
+		p.Error = fmt.Sprintf("could not look up %s by timestamp (its first offset since %s): no offset listed", p, since)
+	case !eok || en.Err != nil:
+		p.Error = fmt.Sprintf("could not list the end offset of %s: %v", p, cmp.Or(en.Err, errNotListed))
+	case st.Offset >= en.Offset:
+		p.FromOffset, p.EndOffset, p.Complete = en.Offset, en.Offset, true
+	default:
+		p.FromOffset, p.EndOffset = st.Offset, en.Offset
+	}
 }
 
 // partial reports whether err is kadm's report that only some brokers
@@ -178,10 +202,10 @@ var errNotListed = errors.New("its broker did not answer")
 // done (its deadline, --timeout, bounds the loop), and keeps the records
 // of r.key. With progress, it reports every progressEvery.
 func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, progress bool) {
-	left := map[string]*PartRead{}
+	left := map[partKey]*PartRead{}
 	for _, p := range parts {
 		if !p.Missing && !p.Complete && p.Error == "" {
-			left[p.Topic] = p
+			left[partKey{p.Topic, p.Partition}] = p
 		}
 	}
 	last := time.Now()
@@ -192,7 +216,8 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 		r.fetchErrors(cl, fs, left)
 		for it := fs.RecordIter(); !it.Done(); {
 			rec := it.Next()
-			p, ok := left[rec.Topic]
+			k := partKey{rec.Topic, rec.Partition}
+			p, ok := left[k]
 			if !ok || rec.Offset >= p.EndOffset {
 				continue
 			}
@@ -203,7 +228,7 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 			}
 			if rec.Offset >= p.EndOffset-1 {
 				p.Read, p.Complete = p.total(), true
-				delete(left, rec.Topic)
+				delete(left, k)
 				cl.PauseFetchPartitions(map[string][]int32{rec.Topic: {p.Partition}})
 			}
 		}
@@ -217,9 +242,10 @@ func (r *reader) poll(ctx context.Context, cl *kgo.Client, parts []*PartRead, pr
 // fetchErrors notes the errors of a poll: a batch left to a later fetch
 // (kafka.Deferred) is none; a batch too large to decompress is skipped and
 // reported; any other error ends the read of its partition.
-func (r *reader) fetchErrors(cl *kgo.Client, fs kgo.Fetches, left map[string]*PartRead) {
+func (r *reader) fetchErrors(cl *kgo.Client, fs kgo.Fetches, left map[partKey]*PartRead) {
 	fs.EachError(func(topic string, partition int32, err error) {
-		p, ok := left[topic]
+		k := partKey{topic, partition}
+		p, ok := left[k]
 		if !ok || kafka.Deferred(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
@@ -228,12 +254,12 @@ func (r *reader) fetchErrors(cl *kgo.Client, fs kgo.Fetches, left map[string]*Pa
 			p.Read = min(big.NextOffset, p.EndOffset) - p.FromOffset
 			if big.NextOffset >= p.EndOffset {
 				p.Complete = true
-				delete(left, topic)
+				delete(left, k)
 			}
 			return
 		}
 		p.Error = fmt.Sprintf("read %s: %v", p, err)
-		delete(left, topic)
+		delete(left, k)
 		cl.PauseFetchPartitions(map[string][]int32{topic: {partition}})
 	})
 }

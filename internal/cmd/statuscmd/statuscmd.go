@@ -41,7 +41,8 @@ the due time or the forward), or dead-lettered with which reason; then the
 records of the task by time, the latest 1000.
 
 It reads, in each topic the task passes through, the one partition its key
-goes to, from --since ago up to the end, committed records only, and changes
+goes to (murmur2, as the Go and Java clients partition; --all-partitions
+reads every partition), from --since ago up to the end, committed records only, and changes
 nothing. --timeout bounds it: a read that did not finish is reported, and
 the command exits 1, as it does when a partition's offsets could not be
 looked up (it names the partition and the broker's error). With --clickhouse it also looks the task up in
@@ -73,6 +74,7 @@ type options struct {
 	since         time.Duration // --since
 	timeout       time.Duration // --timeout
 	clickhouse    bool          // --clickhouse
+	allParts      bool          // --all-partitions
 	table         tiers.Table   // parsed from rawTiers
 }
 
@@ -88,6 +90,7 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.DurationVar(&o.since, "since", "", DefaultSince, "read the records of this `duration` up to now")
 	fs.DurationVar(&o.timeout, "timeout", "", DefaultTimeout, "bound on the whole command; what is not read by then is reported as incomplete")
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
+	fs.BoolVar(&o.allParts, "all-partitions", "", false, "read every partition of each topic, not only the one murmur2 gives the task id (for producers that partition otherwise)")
 	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "also look the task up in ClickHouse's outcomes table (--clickhouse-* flags)")
 	chflags.Register(fs, &o.ch)
 }
@@ -196,7 +199,7 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	from := now.Add(-o.since)
-	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), Events: []Event{}}
+	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), AllPartitions: o.allParts, Events: []Event{}}
 	ch := make(chan func(*Status), 1)
 	if o.clickhouse {
 		go func() { ch <- queryClickHouse(ctx, o.ch, o.id, from) }()
@@ -235,7 +238,7 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 		return nil, nil, fmt.Errorf("kafka client: %w", err)
 	}
 	defer cl.Close()
-	r := &reader{opts: opts, adm: kadm.NewClient(cl), key: []byte(o.id), prefix: o.prefix, progress: progress}
+	r := &reader{opts: opts, adm: kadm.NewClient(cl), key: []byte(o.id), prefix: o.prefix, all: o.allParts, progress: progress}
 	reads, err := r.read(ctx, o.sources(), from)
 	if err != nil {
 		return nil, nil, flags.NoAnswer(ctx, &o.kc, err, o.timeout)
