@@ -242,19 +242,30 @@ func printSummary(w io.Writer, orders, scheduled int, t *embedded.Tally, took ti
 		s.Late.P50, s.Late.P99, s.Late.Max, s.Early, s.Duplicates)
 }
 
-// printBanner prints where the demo runs and how to use it by hand.
+// printBanner prints where the demo runs and, with --serve, how to use it
+// from another terminal: the environment the hourglass commands and the
+// examples/ producers read, and kcat lines that partition as they do.
 func printBanner(stdout io.Writer, c *demoConfig, addr, storeLine string) {
-	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
 	fmt.Fprintf(stdout, `Hourglass demo: embedded Kafka broker on %s, tiers %s
   delay topics: %v
   router and canceller running; orders close in an in-memory store.
-%s
-Schedule an order by hand (due in 5 s), from another terminal:
-  echo '{"order":"order-1"}' | kcat -P -b %s -t %s -k order-1 -H "hourglass-due=$(( $(date +%%s) * 1000 + 5000 ))"
+%s`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), storeLine)
+	if !c.serve {
+		fmt.Fprint(stdout, "The pipeline stops after the demo; with --serve it keeps running for your own producers.\n\n")
+		return
+	}
+	example := tiers.Topic(tiers.DefaultPrefix, c.tiers.For(5*time.Second))
+	fmt.Fprintf(stdout, `
+From another terminal, point the hourglass commands and the examples/ producers at it:
+  export HOURGLASS_BROKERS=%s HOURGLASS_TIERS=%s HOURGLASS_TOPIC_PREFIX=%s
+  hourglass schedule --id order-1 --in 5s
+  hourglass status order-1
+Schedule an order with kcat (due in 5 s; murmur2 partitions it as the Go and Java clients do):
+  echo '{"order":"order-1"}' | kcat -P -b %s -X partitioner=murmur2_random -t %s -k order-1 -H "hourglass-due=$(( $(date +%%s) * 1000 + 5000 ))"
 Watch the outcomes:
-  kcat -C -b %s -t %s -o beginning
+  kcat -C -b %s -t %s -o beginning -q -u
 
-`, addr, c.tiers, c.tiers.Topics(tiers.DefaultPrefix), storeLine, addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
+`, addr, c.tiers, tiers.DefaultPrefix, addr, example, addr, tiers.OutcomesTopic(tiers.DefaultPrefix))
 }
 
 // scheduleOrders schedules the demo orders, noting their ids in demoIDs,
