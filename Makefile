@@ -28,6 +28,10 @@ test: ## run every test (installs what is missing first)
 build: ## build router, canceller and hourglass into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+.PHONY: examples
+examples: build ## run the producers of examples/ (Go, Python with confluent-kafka and kafka-python, kcat) against demo --serve: each order closed on time, found by status; Java compiled
+	examples/run.sh
+
 .PHONY: lint
 lint: ## gofmt and golangci-lint (.golangci.yml, pinned, installed into .tools) on every Go module; FIX=1 applies its fixes
 	scripts/lint.sh $(if $(FIX),--fix)

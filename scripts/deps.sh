@@ -5,7 +5,8 @@
 # MariaDB (the sql closer's order stores) and ClickHouse (the recorder and
 # reports) on loopback, helm, kubeconform and Kubernetes schemas for the
 # chart (pinned, built with go install), and Chromium, which renders the HTML
-# report to a PNG; Kafka is kfake, in the test process.
+# report to a PNG, and kcat and Debian's Python Kafka clients for the
+# producer examples; Kafka is kfake, in the test process.
 set -euo pipefail
 
 need_go="1.26"
@@ -63,6 +64,24 @@ if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq || { echo "deps: apt-get update failed; cannot install chromium" >&2; exit 1; }
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
     || { echo "deps: apt-get install chromium failed" >&2; exit 1; }
+fi
+
+# The producer examples (examples/run.sh, make examples, CI) run kcat and
+# Python with confluent-kafka and kafka-python: Debian's packages, for
+# Debian's python3.
+if ! command -v kcat >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps: kcat and python3 with confluent_kafka and kafka are required (examples/run.sh); install them, there is no apt-get here" >&2
+    exit 1
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: kcat, python3-confluent-kafka or python3-kafka missing; run scripts/deps.sh as root (it runs apt-get install)" >&2
+    exit 1
+  fi
+  echo "deps: installing Debian's kcat, python3-confluent-kafka and python3-kafka"
+  apt-get update -qq || { echo "deps: apt-get update failed; cannot install kcat and the Python Kafka clients" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat python3-confluent-kafka python3-kafka >/dev/null \
+    || { echo "deps: apt-get install kcat python3-confluent-kafka python3-kafka failed" >&2; exit 1; }
 fi
 
 scripts_dir="$(cd "$(dirname "$0")" && pwd)"
