@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (v *boolValue) String() string { return strconv.FormatBool(bool(*v)) }
 type durationValue time.Duration
 
 func (v *durationValue) parse(s string) error {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
+	d, err := ParseDuration(strings.TrimSpace(s))
 	if err != nil {
 		return fmt.Errorf("%q is not a duration; want a number with a unit, like 5s, 250ms or 1m30s", s)
 	}
@@ -66,6 +67,56 @@ func (v *durationValue) parse(s string) error {
 	return nil
 }
 func (v *durationValue) String() string { return time.Duration(*v).String() }
+
+// bytesValue is an int flag that counts bytes: it takes an integer or a
+// size in KiB, MiB or GiB (32MiB, 32 MiB), as its default is shown.
+type bytesValue int
+
+func (v *bytesValue) parse(s string) error {
+	n, err := ParseBytes(s)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer; want bytes, like 4194304 or 4MiB", s)
+	}
+	*v = bytesValue(n)
+	return nil
+}
+func (v *bytesValue) String() string { return strconv.Itoa(int(*v)) }
+
+// byteUnits are the units of ParseBytes and FormatBytes, largest first.
+var byteUnits = []struct {
+	name string
+	size int
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+// ParseBytes parses a byte count: an integer (4194304), or a whole number of
+// KiB, MiB or GiB, with or without a space (4MiB, 4 MiB), case aside.
+func ParseBytes(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, nil
+	}
+	for _, u := range byteUnits {
+		if len(s) > len(u.name) && strings.EqualFold(s[len(s)-len(u.name):], u.name) {
+			n, err := strconv.Atoi(strings.TrimSpace(s[:len(s)-len(u.name)]))
+			if err != nil || n > math.MaxInt/u.size || n < math.MinInt/u.size {
+				return 0, fmt.Errorf("%q is not a byte count", s)
+			}
+			return n * u.size, nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a byte count", s)
+}
+
+// FormatBytes formats a byte count in the largest unit that divides it:
+// 32 MiB, 4 KiB, 900000.
+func FormatBytes(n int) string {
+	for _, u := range byteUnits {
+		if n != 0 && n%u.size == 0 {
+			return strconv.Itoa(n/u.size) + " " + u.name
+		}
+	}
+	return strconv.Itoa(n)
+}
 
 type stringsValue struct {
 	p   *[]string
