@@ -3,9 +3,16 @@
 //
 // A flag has an environment variable or it has none, and the help says
 // which: [FlagSet.Usage] shows each flag with "env HOURGLASS_MAX_DELAY" or
-// with "no env", under [FlagsHeading]. Service flags, which Helm charts and
-// scripts set, have one named by [Env]; flags of one-off commands (a report
-// window, a dry run) may have none.
+// with "no env". Service flags, which Helm charts and scripts set, have one
+// named by [Env]; flags of one-off commands (a report window, a dry run) may
+// have none.
+//
+// The help begins with what a user needs first: the usage line, what the
+// command does, then the [Essential] flags, then the others in the sections
+// the command names ([FlagSet.Section], [FlagSet.Move]), wrapped to the
+// terminal's width (COLUMNS, else 80), defaults in the units users think in
+// (365d, 32 MiB). Durations take days besides Go's units (7d, 1d12h; see
+// [ParseDuration]), and byte counts take sizes (32MiB).
 //
 // Precedence is flag, then environment, then default: a flag given on the
 // command line always wins; otherwise a non-empty environment variable is

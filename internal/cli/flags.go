@@ -34,6 +34,13 @@ type FlagSet struct {
 	entries []*entry // in registration order, which Usage and PrintConfig keep
 	byName  map[string]*entry
 
+	// sections are the titles of Usage's sections in order, Essential
+	// aside; section is that of the flags registered next ("" for none).
+	sections []string
+	section  string
+	// essential are the flags of the Essential section, in the order given.
+	essential []*entry
+
 	// lookupEnv reads the environment; os.LookupEnv unless a test replaces it.
 	lookupEnv func(string) (string, bool)
 	// args are the arguments after the flags, set by Parse.
@@ -51,6 +58,10 @@ type entry struct {
 	def    string // default as shown in Usage; "" shows none
 	val    value
 	source string
+	// section is the title of the section Usage shows the flag in; ""
+	// for none, and Essential is not one: see FlagSet.Essential.
+	section   string
+	essential bool
 }
 
 // value is a typed destination for one flag.
@@ -106,9 +117,20 @@ func (f *FlagSet) add(name, env, usage, defArg, def string, v value) {
 	if _, isBool := v.(*boolValue); isBool {
 		arg = ""
 	}
-	e := &entry{name: name, env: env, usage: usage, arg: arg, def: def, val: v, source: SourceDefault}
+	if iv, isInt := v.(*intValue); isInt && countsBytes(name, arg) {
+		v = (*bytesValue)(iv)
+		def = FormatBytes(int(*iv))
+	}
+	e := &entry{name: name, env: env, usage: usage, arg: arg, def: def, val: v, source: SourceDefault, section: f.section}
 	f.entries = append(f.entries, e)
 	f.byName[name] = e
+}
+
+// countsBytes reports whether an int flag counts bytes: its name ends in
+// "bytes" (--max-key-bytes) or has "-bytes-" (--max-held-bytes-per-partition),
+// or its value placeholder is `bytes`.
+func countsBytes(name, arg string) bool {
+	return arg == "bytes" || strings.HasSuffix(name, "bytes") || strings.Contains(name, "-bytes-")
 }
 
 // StringVar defines a string flag --name with environment fallback env (""
@@ -119,7 +141,9 @@ func (f *FlagSet) StringVar(p *string, name, env string, def string, usage strin
 	f.add(name, env, usage, "string", def, (*stringValue)(p))
 }
 
-// IntVar defines an int flag; see StringVar.
+// IntVar defines an int flag; see StringVar. A flag that counts bytes (its
+// name ends in "bytes" or its placeholder is `bytes`) also takes sizes such
+// as 32MiB, and Usage shows its default that way (32 MiB; see FormatBytes).
 func (f *FlagSet) IntVar(p *int, name, env string, def int, usage string) {
 	*p = def
 	f.add(name, env, usage, "int", strconv.Itoa(def), (*intValue)(p))
@@ -144,11 +168,12 @@ func (f *FlagSet) BoolVar(p *bool, name, env string, def bool, usage string) {
 	f.add(name, env, usage, "", shown, (*boolValue)(p))
 }
 
-// DurationVar defines a time.Duration flag in Go syntax (500ms, 1m30s); see
-// StringVar.
+// DurationVar defines a time.Duration flag in Go syntax (500ms, 1m30s) or
+// with days (7d, 1d12h, 1.5d; see ParseDuration); see StringVar. Usage shows
+// the default as FormatDuration does (365d, 1m30s).
 func (f *FlagSet) DurationVar(p *time.Duration, name, env string, def time.Duration, usage string) {
 	*p = def
-	f.add(name, env, usage, "duration", def.String(), (*durationValue)(p))
+	f.add(name, env, usage, "duration", FormatDuration(def), (*durationValue)(p))
 }
 
 // StringsVar defines a comma-separated list flag; see StringVar. Items are

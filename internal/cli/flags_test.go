@@ -211,6 +211,8 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("Parse(%s) = %v, want flag.ErrHelp", arg, err)
 		}
 		want := `usage: test [flags]
+
+Flags:
   --brokers host:port,...  (env HOURGLASS_BROKERS, default 127.0.0.1:9092)
         seed host:port,... list
   --client-id string  (env HOURGLASS_CLIENT_ID, default hourglass)
@@ -219,11 +221,12 @@ func TestHelp(t *testing.T) {
         number of workers
   --tls  (env HOURGLASS_TLS)
         enable TLS
-  --max-delay duration  (env HOURGLASS_MAX_DELAY, default 1m0s)
+  --max-delay duration  (env HOURGLASS_MAX_DELAY, default 1m)
         largest delay
   --sasl-password string  (env HOURGLASS_SASL_PASSWORD)
         SASL password
-`
+
+` + FlagsNote + "\n" + durationsNote + "\n"
 		if out.String() != want {
 			t.Errorf("Parse(%s) usage:\n%s\nwant:\n%s", arg, out.String(), want)
 		}
@@ -245,11 +248,13 @@ func TestUsageNoEnv(t *testing.T) {
 	f.Usage()
 	want := `usage: test [flags]
 
-Flags (a flag wins over its environment variable; "no env" marks a flag without one):
+Flags:
   --check  (no env)
         only check
   --limit n  (no env, default 20)
         at most n
+
+A flag wins over its environment variable; "no env" marks a flag without one.
 `
 	if out.String() != want {
 		t.Errorf("usage:\n%s\nwant:\n%s", out.String(), want)
