@@ -148,7 +148,7 @@ func writeParagraph(b *strings.Builder, p string, width int) {
 		b.WriteString(p + "\n")
 		return
 	}
-	for _, line := range wrap(strings.Fields(p), width, 0, 0) {
+	for _, line := range wrap(strings.Fields(p), width, 0, 0, 0) {
 		b.WriteString(line + "\n")
 	}
 }
@@ -168,27 +168,27 @@ func (e *entry) writeUsage(b *strings.Builder, width int) {
 	words := []string{head}
 	if e.def != "" {
 		words[0] += ","
-		words = append(words, "default", e.mask(e.def))
+		words = append(words, "default "+e.mask(e.def))
 	}
 	words[len(words)-1] += ")"
-	for _, line := range wrap(words, width, 0, moreIndent) {
+	for _, line := range wrap(words, width, 0, moreIndent, 1) {
 		b.WriteString(line + "\n")
 	}
 	if e.usage == "" {
 		return
 	}
 	for para := range strings.SplitSeq(e.usage, "\n") {
-		for _, line := range wrap(strings.Fields(para), width, usageIndent, usageIndent) {
+		for _, line := range wrap(strings.Fields(para), width, usageIndent, usageIndent, 0) {
 			b.WriteString(line + "\n")
 		}
 	}
 }
 
 // wrap fills lines of at most width with words, the first line indented by
-// first spaces, the others by rest. A word too long for a line of its own
-// is cut after its commas if it has any (a list: 1m,2m,5m,...), else left
-// whole on a line of its own.
-func wrap(words []string, width, first, rest int) []string {
+// first spaces, the others by rest. A word from words[cutFrom] on that does
+// not fit is cut after its commas if it has any (a list: 1m,2m,5m,...); any
+// other word too long for a line has a line of its own.
+func wrap(words []string, width, first, rest, cutFrom int) []string {
 	var lines []string
 	line, empty := strings.Repeat(" ", first), true
 	put := func(s, sep string) {
@@ -203,17 +203,19 @@ func wrap(words []string, width, first, rest int) []string {
 		}
 		empty = false
 	}
-	for _, w := range words {
-		if len(w) <= width-rest || !strings.Contains(w, ",") {
+	for i, w := range words {
+		if i < cutFrom || len(line)+1+len(w) <= width || !strings.Contains(w, ",") {
 			put(w, " ")
 			continue
 		}
-		for i, item := range strings.SplitAfter(w, ",") {
+		for j, item := range strings.SplitAfter(w, ",") {
 			sep := ""
-			if i == 0 {
+			if j == 0 {
 				sep = " "
 			}
-			put(item, sep)
+			if item != "" {
+				put(item, sep)
+			}
 		}
 	}
 	return append(lines, line)

@@ -62,8 +62,8 @@ router moves records.
 Essential:
   --brokers host:port,...  (env HOURGLASS_BROKERS, default 127.0.0.1:9092)
         Kafka seed brokers, comma-separated host:port,...
-  --tiers durations  (env HOURGLASS_TIERS, default
-          1m,2m,5m,10m,30m,1h,3h,12h,24h,72h,168h,720h,2160h,6480h)
+  --tiers durations  (env HOURGLASS_TIERS, default 1m,2m,5m,10m,30m,1h,3h,12h,
+          24h,72h,168h,720h,2160h,6480h)
         delay tiers: comma-separated durations, one delay topic each
   --topic-prefix prefix  (env HOURGLASS_TOPIC_PREFIX, default hourglass.)
         prefix of every topic name
