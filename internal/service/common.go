@@ -59,28 +59,51 @@ type Common struct {
 // env is the environment variable of a flag.
 var env = cli.Env
 
+// Sections of a service's --help, after Essential, in order; Register puts
+// the common flags into them, and each service its own.
+const (
+	SectionTopics        = "Tiers and topics"
+	SectionLimits        = "Limits"
+	SectionTiming        = "Timing"
+	SectionKafka         = "Kafka connection"
+	SectionObservability = "Observability"
+	SectionAdvanced      = "Advanced"
+)
+
 // Register registers the common flags on fs with their defaults: name is the
-// default Kafka client ID, httpAddr the default of --http-addr.
+// default Kafka client ID, httpAddr the default of --http-addr. The flags
+// go into the sections of a service's help (SectionKafka, ...), in the order
+// those have unless fs has one already; --brokers is Essential.
 func (c *Common) Register(fs *cli.FlagSet, name, httpAddr string) {
+	fs.Sections(SectionTopics, SectionLimits, SectionTiming, SectionKafka, SectionObservability, SectionAdvanced)
+	fs.Section(SectionKafka)
 	flags.Kafka(fs, &c.Kafka, name)
+	fs.Section(SectionObservability)
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("http-addr"), httpAddr,
 		"`address` of the HTTP server for /healthz, /readyz and /metrics (loopback by default; :port listens on every interface); empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", env("log-level"), "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format"), "text", "log `format`: text or json")
+	fs.Section(SectionAdvanced)
 	fs.BoolVar(&c.CheckConfig, "check-config", env("check-config"), false,
 		"validate the configuration, print it and exit (0 valid, 2 invalid)")
+	fs.Section(SectionTopics)
 	fs.BoolVar(&c.CreateTopics, "create-topics", env("create-topics"), true,
 		"create missing topics at start (existing topics are never altered; differences are logged)")
 	fs.IntVar(&c.Partitions, "partitions", env("partitions"), topics.DefaultPartitions,
 		"partitions of topics created at start")
 	fs.IntVar(&c.Replication, "replication-factor", env("replication-factor"), -1,
 		"replication factor of topics created at start; -1 uses the broker default")
+	fs.Section(SectionObservability)
 	fs.BoolVar(&c.Pprof, "pprof", env("pprof"), false, "serve Go profiles under /debug/pprof/ on --http-addr")
 	fs.DurationVar(&c.LagInterval, "lag-interval", env("lag-interval"), telemetry.DefaultLagInterval, "how often hourglass_consumer_lag_records is refreshed")
+	fs.Section(SectionAdvanced)
 	fs.BoolVar(&c.ScaleProcs, "scale-procs", env("scale-procs"), false,
 		"deprecated and ignored: the service runs on GOMAXPROCS processors (docs/configuration.md)")
+	fs.Section(SectionTiming)
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", env("session-timeout"), DefaultSessionTimeout,
 		"consumer group session timeout: how long the partitions of an instance that died (and was not restarted) wait for another")
+	fs.Section("")
+	fs.Essential("brokers")
 }
 
 // Validate reports every problem with the common flags, each naming its

@@ -56,6 +56,7 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the key that signs outcome events (at least 16 bytes; give the recorder the same); default: unsigned")
 	fs.StringVar(&c.ClosersFile, "closers", cli.Env("closers"), "", "closers `file` (YAML): the closer of each task kind; without it tasks are only logged")
+	sections(fs)
 	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error {
 		var errs cli.Problems
 		if c.ClosersFile != "" {

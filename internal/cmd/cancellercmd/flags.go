@@ -68,6 +68,19 @@ func register(fs *cli.FlagSet, k *canceller.Config, rawTiers *string) {
 	fs.DurationVar(&k.RetryBackoffMax, "retry-backoff-max", env("retry-backoff-max"), canceller.DefaultRetryBackoffMax, "longest wait between attempts")
 }
 
+// sections puts the canceller's flags into the sections of its help: among
+// the Essential flags --closers, without which nothing is closed, only
+// logged.
+func sections(fs *cli.FlagSet) {
+	fs.Essential("closers", flags.TiersFlag, "topic-prefix")
+	fs.Move(service.SectionTopics, "topics", "outcomes-topic", "dlq-topic", "default-kind")
+	fs.Move(service.SectionLimits, "max-key-bytes", "max-header-bytes", "max-headers", "max-value-bytes", "max-poll-records",
+		"max-in-flight", "max-in-flight-bytes", "rate-limit", "rate-burst", "max-attempts")
+	fs.Move(service.SectionTiming, "close-timeout", "retry-backoff", "retry-backoff-max", "commit-interval", "shutdown-timeout")
+	fs.Move(service.SectionKafka, "group", "instance-id")
+	fs.Move(service.SectionAdvanced, "instance", "outcomes-key-file")
+}
+
 // check completes c.Canceller from the flags after fs.Parse (the tiers,
 // the session timeout, the key, the topic names) and returns every
 // problem, each naming its flag.

@@ -22,6 +22,21 @@ var recorderFields = cli.Fields{
 	"OutcomesKey":     "outcomes-key-file",
 }
 
+// sectionClickHouse is the section of the recorder's help with the
+// --clickhouse-* flags and the migrations.
+const sectionClickHouse = "ClickHouse"
+
+// sections puts the recorder's flags into the sections of its help, the
+// ClickHouse address among the Essential flags.
+func sections(fs *cli.FlagSet) {
+	fs.Essential("clickhouse-addr", "topic-prefix")
+	fs.Move(service.SectionTopics, "outcomes-topic")
+	fs.Move(service.SectionLimits, "batch-rows")
+	fs.Move(service.SectionTiming, "flush-interval", "insert-timeout", "retry-min", "retry-max", "shutdown-timeout")
+	fs.Move(service.SectionKafka, "group")
+	fs.Move(service.SectionAdvanced, "outcomes-key-file")
+}
+
 // register registers the flags of the fields of k on fs, each with its
 // HOURGLASS_* environment variable, and stores the defaults in k; Topic
 // stays empty, for check to derive from --topic-prefix. SessionTimeout and

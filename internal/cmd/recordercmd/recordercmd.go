@@ -63,15 +63,19 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	var c Config
 	fs := cli.NewFlagSet("recorder", recorderUsage)
 	fs.SetOutput(stderr)
+	fs.Sections(sectionClickHouse)
 	c.Register(fs, "hourglass-recorder", "127.0.0.1:8082")
 	k := &c.Recorder
 	fs.StringVar(&c.Prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	register(fs, k)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the canceller's outcome signing key: events without a valid signature are skipped (default: every event is stored)")
+	fs.Section(sectionClickHouse)
 	chflags.Register(fs, &c.ClickHouse)
 	fs.BoolVar(&c.Migrate, "migrate", cli.Env("migrate"), true, "create the database and apply schema migrations at start")
 	fs.BoolVar(&c.MigrateOnly, "migrate-only", cli.Env("migrate-only"), false, "apply the schema migrations and exit, without Kafka (for a migration Job)")
+	fs.Section("")
+	sections(fs)
 	stop, err := service.Parse(fs, args, stdout, &c.Common, c.check)
 	return &c, stop, err
 }

@@ -90,6 +90,19 @@ func register(fs *cli.FlagSet, r *router.Config, raw *rawFlags) {
 	fs.DurationVar(&r.ShutdownTimeout, "shutdown-timeout", env("shutdown-timeout"), router.DefaultShutdownTimeout, "bound on a graceful stop")
 }
 
+// sections puts the router's flags into the sections of its help, the
+// tiers and the topic prefix among the Essential flags.
+func sections(fs *cli.FlagSet) {
+	fs.Essential(flags.TiersFlag, "topic-prefix")
+	fs.Move(service.SectionTopics, "target", "dlq-topic", "outcomes-topic", "cancellations-topic", "allowed-targets")
+	fs.Move(service.SectionLimits, "max-delay", "timer-capacity", "timer-bytes", "max-held-per-partition", "max-held-bytes-per-partition",
+		"max-held", "max-held-bytes", "max-in-flight-per-target", "max-key-bytes", "max-header-bytes", "max-headers", "max-value-bytes",
+		"fetch-partition-bytes")
+	fs.Move(service.SectionTiming, "cancellation-grace", "batch-window", "commit-interval", "revoke-timeout", "shutdown-timeout")
+	fs.Move(service.SectionKafka, "group", "instance-id")
+	fs.Move(service.SectionAdvanced, "cancellations-dir", "outcomes-key-file")
+}
+
 // check completes c.Router from the flags after fs.Parse (the tiers, the
 // fetch bytes, the session timeout, the key, the topic names) and returns
 // every problem, each naming its flag.

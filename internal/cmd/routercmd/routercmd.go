@@ -47,6 +47,7 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	register(fs, &c.Router, &raw)
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the key that signs the outcome events of cancelled deadlines (the canceller's); default: unsigned")
+	sections(fs)
 	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error { return c.check(raw) })
 	return &c, stop, err
 }
