@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/hourglass/hourglass/internal/credential"
 	"github.com/hourglass/hourglass/internal/field"
@@ -27,7 +25,16 @@ const (
 	SASLPlain       = "plain"         // SASLPlain is SASL/PLAIN; use it only over TLS.
 	SASLScramSHA256 = "scram-sha-256" // SASLScramSHA256 is SASL/SCRAM-SHA-256.
 	SASLScramSHA512 = "scram-sha-512" // SASLScramSHA512 is SASL/SCRAM-SHA-512.
+	// SASLOAuthBearer is SASL/OAUTHBEARER with the token of
+	// Config.SASLOAuthTokenFile.
+	SASLOAuthBearer = "oauthbearer"
+	// SASLAWSMSKIAM is Amazon MSK's IAM authentication, signed with the AWS
+	// credentials of the environment (EnvAWSAccessKeyID, ...); it needs TLS.
+	SASLAWSMSKIAM = "aws_msk_iam"
 )
+
+// mechanisms lists the SASL mechanisms, as problems name them.
+const mechanisms = SASLPlain + ", " + SASLScramSHA256 + ", " + SASLScramSHA512 + ", " + SASLOAuthBearer + " or " + SASLAWSMSKIAM
 
 // Config is the connection configuration shared by every Hourglass command.
 //
@@ -58,10 +65,13 @@ type Config struct {
 	// tests only. Default false.
 	TLSInsecureSkipVerify bool
 
-	// SASLMechanism is "" (no SASL), plain, scram-sha-256 or scram-sha-512,
-	// case-insensitive; default "".
+	// SASLMechanism is "" (no SASL), plain, scram-sha-256, scram-sha-512,
+	// oauthbearer or aws_msk_iam, case-insensitive; default "". PLAIN and
+	// SCRAM take SASLUser and a password; OAUTHBEARER takes
+	// SASLOAuthTokenFile; AWS_MSK_IAM takes TLS and the AWS credentials of
+	// the environment.
 	SASLMechanism string
-	// SASLUser is the SASL user name; default "".
+	// SASLUser is the SASL user name of PLAIN and SCRAM; default "".
 	SASLUser string
 	// SASLPassword is the SASL password; default "". Give it or
 	// SASLPasswordFile, not both.
@@ -69,6 +79,11 @@ type Config struct {
 	// SASLPasswordFile is a file holding the SASL password, such as a
 	// mounted Kubernetes secret; a trailing newline is trimmed. Default "".
 	SASLPasswordFile string
+	// SASLOAuthTokenFile is the file holding the OAUTHBEARER token, read at
+	// each authentication so that a token refreshed in place is picked up;
+	// surrounding white space is trimmed. Required with oauthbearer; default
+	// "".
+	SASLOAuthTokenFile string
 }
 
 // TLSEnabled reports whether c connects with TLS: TLS is set, or any other
@@ -80,10 +95,12 @@ func (c *Config) TLSEnabled() bool {
 
 // Validate reports every problem with c, each a *field.Error naming the
 // field: no brokers, a broker that is not host:port, an unknown SASL
-// mechanism, SASL without a user or password, SASL credentials without a
-// mechanism, both a password and a password file, a certificate without a
-// key or a key without a certificate, and files that cannot be read or
-// parsed. It returns nil if c is valid.
+// mechanism, SASL without the credentials of its mechanism (a user and a
+// password, a token file, TLS and the AWS environment), credentials of
+// another mechanism or without one, both a password and a password file, a
+// certificate without a key or a key without a certificate, and files that
+// cannot be read or parsed (the OAUTHBEARER token file is read at each
+// authentication instead). It returns nil if c is valid.
 func (c *Config) Validate() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
@@ -134,11 +151,12 @@ func (c *Config) checkSASL() []error {
 	var errs []error
 	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	mech := strings.ToLower(c.SASLMechanism)
+	passwords := []struct{ field, v string }{
+		{"SASLUser", c.SASLUser}, {"SASLPassword", c.SASLPassword}, {"SASLPasswordFile", c.SASLPasswordFile},
+	}
 	switch mech {
 	case "":
-		for _, f := range []struct{ field, v string }{
-			{"SASLUser", c.SASLUser}, {"SASLPassword", c.SASLPassword}, {"SASLPasswordFile", c.SASLPasswordFile},
-		} {
+		for _, f := range append(passwords, struct{ field, v string }{"SASLOAuthTokenFile", c.SASLOAuthTokenFile}) {
 			if f.v != "" {
 				bad(f.field, "set, but %s is empty", field.Ref("SASLMechanism"))
 			}
@@ -150,8 +168,18 @@ func (c *Config) checkSASL() []error {
 		if c.SASLPassword == "" && c.SASLPasswordFile == "" {
 			bad("SASLPassword", "required with %s %s (or set %s)", field.Ref("SASLMechanism"), mech, field.Ref("SASLPasswordFile"))
 		}
+	case SASLOAuthBearer, SASLAWSMSKIAM:
+		for _, f := range passwords {
+			if f.v != "" {
+				bad(f.field, "not used with %s %s", field.Ref("SASLMechanism"), mech)
+			}
+		}
+		errs = append(errs, c.checkTokenSASL(mech)...)
 	default:
-		bad("SASLMechanism", "unknown mechanism %q: want %s, %s or %s", c.SASLMechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
+		bad("SASLMechanism", "unknown mechanism %q: want %s", c.SASLMechanism, mechanisms)
+	}
+	if mech != "" && mech != SASLOAuthBearer && c.SASLOAuthTokenFile != "" {
+		bad("SASLOAuthTokenFile", "set, but %s is %s, not %s", field.Ref("SASLMechanism"), mech, SASLOAuthBearer)
 	}
 	if c.SASLPassword != "" && c.SASLPasswordFile != "" {
 		bad("SASLPassword", "set together with %s: give one", field.Ref("SASLPasswordFile"))
@@ -159,6 +187,27 @@ func (c *Config) checkSASL() []error {
 	if c.SASLPasswordFile != "" {
 		if _, err := readPasswordFile(c.SASLPasswordFile); err != nil {
 			bad("SASLPasswordFile", "%v", err)
+		}
+	}
+	return errs
+}
+
+// checkTokenSASL checks what OAUTHBEARER and AWS_MSK_IAM need at start. The
+// token file is only required, not read: a sidecar may write it after the
+// command starts, and each authentication reads it.
+func (c *Config) checkTokenSASL(mech string) []error {
+	var errs []error
+	switch mech {
+	case SASLOAuthBearer:
+		if c.SASLOAuthTokenFile == "" {
+			errs = append(errs, field.Errorf("SASLOAuthTokenFile", "required with %s %s", field.Ref("SASLMechanism"), mech))
+		}
+	case SASLAWSMSKIAM:
+		if !c.TLSEnabled() {
+			errs = append(errs, field.Errorf("TLS", "required with %s %s: MSK serves IAM authentication on TLS listeners only", field.Ref("SASLMechanism"), mech))
+		}
+		if err := checkAWSEnv(); err != nil {
+			errs = append(errs, field.Errorf("SASLMechanism", "%s signs with the AWS credentials of the environment: %v", mech, err))
 		}
 	}
 	return errs
@@ -184,23 +233,12 @@ func (c *Config) Opts() ([]kgo.Opt, error) {
 		}
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
-	if c.SASLMechanism != "" {
-		pass := c.SASLPassword
-		if c.SASLPasswordFile != "" {
-			p, err := readPasswordFile(c.SASLPasswordFile)
-			if err != nil {
-				return nil, field.Errorf("SASLPasswordFile", "%v", err)
-			}
-			pass = p
-		}
-		switch strings.ToLower(c.SASLMechanism) {
-		case SASLPlain:
-			opts = append(opts, kgo.SASL(plain.Auth{User: c.SASLUser, Pass: pass}.AsMechanism()))
-		case SASLScramSHA256:
-			opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUser, Pass: pass}.AsSha256Mechanism()))
-		case SASLScramSHA512:
-			opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUser, Pass: pass}.AsSha512Mechanism()))
-		}
+	mech, err := c.mechanism()
+	if err != nil {
+		return nil, err
+	}
+	if mech != nil {
+		opts = append(opts, kgo.SASL(mech))
 	}
 	return opts, nil
 }

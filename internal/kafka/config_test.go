@@ -148,7 +148,16 @@ func TestValidate(t *testing.T) {
 		{"key does not match cert", func(c *Config) { c.TLSCertFile, c.TLSKeyFile = p.clientCertFile, p.mismatchedKeyFile }, []string{"TLSCertFile: with TLSKeyFile: tls: private key does not match public key"}},
 		{"sasl scram with password", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "scram-sha-512", "u", "p" }, nil},
 		{"sasl mechanism case-insensitive, password file", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPasswordFile = "PLAIN", "u", p.passwordFile }, nil},
-		{"unknown mechanism", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "gssapi", "u", "p" }, []string{`SASLMechanism: unknown mechanism "gssapi": want plain, scram-sha-256 or scram-sha-512`}},
+		{"unknown mechanism", func(c *Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "gssapi", "u", "p" }, []string{`SASLMechanism: unknown mechanism "gssapi": want plain, scram-sha-256, scram-sha-512, oauthbearer or aws_msk_iam`}},
+		{"oauthbearer, token file not read", func(c *Config) { c.SASLMechanism, c.SASLOAuthTokenFile = "OAUTHBEARER", p.missingFile }, nil},
+		{"oauthbearer without token file", func(c *Config) { c.SASLMechanism = "oauthbearer" }, []string{"SASLOAuthTokenFile: required with SASLMechanism oauthbearer"}},
+		{"oauthbearer with a user and password", func(c *Config) {
+			c.SASLMechanism, c.SASLOAuthTokenFile, c.SASLUser, c.SASLPassword = "oauthbearer", p.passwordFile, "u", "p"
+		}, []string{"SASLUser: not used with SASLMechanism oauthbearer", "SASLPassword: not used with SASLMechanism oauthbearer"}},
+		{"token file with scram", func(c *Config) {
+			c.SASLMechanism, c.SASLUser, c.SASLPassword, c.SASLOAuthTokenFile = "scram-sha-512", "u", "p", p.passwordFile
+		}, []string{"SASLOAuthTokenFile: set, but SASLMechanism is scram-sha-512, not oauthbearer"}},
+		{"token file without mechanism", func(c *Config) { c.SASLOAuthTokenFile = p.passwordFile }, []string{"SASLOAuthTokenFile: set, but SASLMechanism is empty"}},
 		{"sasl without user or password", func(c *Config) { c.SASLMechanism = "scram-sha-256" }, []string{
 			"SASLUser: required with SASLMechanism scram-sha-256",
 			"SASLPassword: required with SASLMechanism scram-sha-256 (or set SASLPasswordFile)",

@@ -36,7 +36,12 @@ func TestKafkaProblems(t *testing.T) {
 		{"key without cert", []string{"--tls-key-file", file}, "--tls-key-file (HOURGLASS_TLS_KEY_FILE): set without --tls-cert-file (HOURGLASS_TLS_CERT_FILE)"},
 		{"unreadable CA", []string{"--tls-ca-file", missing}, "--tls-ca-file (HOURGLASS_TLS_CA_FILE): open " + missing + ": no such file or directory"},
 		{"unknown mechanism", []string{"--sasl-mechanism", "gssapi", "--sasl-user", "u", "--sasl-password", "p"},
-			`--sasl-mechanism (HOURGLASS_SASL_MECHANISM): unknown mechanism "gssapi": want plain, scram-sha-256 or scram-sha-512`},
+			`--sasl-mechanism (HOURGLASS_SASL_MECHANISM): unknown mechanism "gssapi": want plain, scram-sha-256, scram-sha-512, oauthbearer or aws_msk_iam`},
+		{"oauthbearer without token file", []string{"--sasl-mechanism", "OAUTHBEARER"},
+			"--sasl-oauth-token-file (HOURGLASS_SASL_OAUTH_TOKEN_FILE): required with --sasl-mechanism (HOURGLASS_SASL_MECHANISM) oauthbearer"},
+		{"oauthbearer with token file", []string{"--sasl-mechanism", "OAUTHBEARER", "--sasl-oauth-token-file", missing}, ""},
+		{"token file with plain", []string{"--sasl-mechanism", "plain", "--sasl-user", "u", "--sasl-password", "p", "--sasl-oauth-token-file", file},
+			"--sasl-oauth-token-file (HOURGLASS_SASL_OAUTH_TOKEN_FILE): set, but --sasl-mechanism (HOURGLASS_SASL_MECHANISM) is plain, not oauthbearer"},
 		{"sasl without user or password", []string{"--sasl-mechanism", "scram-sha-256"},
 			"--sasl-user (HOURGLASS_SASL_USER): required with --sasl-mechanism (HOURGLASS_SASL_MECHANISM) scram-sha-256\n" +
 				"--sasl-password (HOURGLASS_SASL_PASSWORD): required with --sasl-mechanism (HOURGLASS_SASL_MECHANISM) scram-sha-256 (or set --sasl-password-file (HOURGLASS_SASL_PASSWORD_FILE))"},
@@ -166,4 +171,29 @@ func TestParseTiers(t *testing.T) {
 // limitsProblems returns a problem of every record limit.
 func limitsProblems() error {
 	return record.CheckLimits(tiers.Limits{KeyBytes: 0, HeaderBytes: 0, Headers: 0, ValueBytes: 1 << 30})
+}
+
+// TestMSKIAMNeedsTLS: aws_msk_iam names --tls, and the AWS variables it
+// misses.
+func TestMSKIAMNeedsTLS(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	var c kafka.Config
+	fs := cli.NewFlagSet("test", "")
+	Kafka(fs, &c, "test")
+	if err := fs.Parse([]string{"--sasl-mechanism", "AWS_MSK_IAM"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "--tls (HOURGLASS_TLS): required with --sasl-mechanism (HOURGLASS_SASL_MECHANISM) aws_msk_iam: MSK serves IAM authentication on TLS listeners only\n" +
+		"--sasl-mechanism (HOURGLASS_SASL_MECHANISM): aws_msk_iam signs with the AWS credentials of the environment: AWS_SECRET_ACCESS_KEY not set in the environment"
+	if err := fs.Explain(CheckKafka(fs, &c)); err == nil || err.Error() != want {
+		t.Errorf("problems:\n%v\nwant:\n%s", err, want)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	if err := fs.Parse([]string{"--sasl-mechanism", "AWS_MSK_IAM", "--tls"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckKafka(fs, &c); err != nil {
+		t.Errorf("with --tls and the credentials: %v", err)
+	}
 }

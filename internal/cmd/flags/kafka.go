@@ -28,6 +28,7 @@ var kafkaFields = cli.Fields{
 	"SASLUser":              "sasl-user",
 	"SASLPassword":          "sasl-password",
 	"SASLPasswordFile":      "sasl-password-file",
+	"SASLOAuthTokenFile":    "sasl-oauth-token-file",
 }
 
 // Kafka registers every field of c as a flag on fs with its HOURGLASS_*
@@ -54,13 +55,15 @@ func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
 	fs.BoolVar(&c.TLSInsecureSkipVerify, "tls-insecure-skip-verify", env("tls-insecure-skip-verify"), false,
 		"do not verify broker certificates (tests only)")
 	fs.StringVar(&c.SASLMechanism, "sasl-mechanism", env("sasl-mechanism"), "",
-		"SASL `mechanism`: plain, scram-sha-256 or scram-sha-512 (default: no SASL)")
+		"SASL `mechanism`: plain, scram-sha-256, scram-sha-512, oauthbearer (--sasl-oauth-token-file) or aws_msk_iam (--tls and the AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN of the environment) (default: no SASL)")
 	fs.StringVar(&c.SASLUser, "sasl-user", env("sasl-user"), "",
 		"SASL `user`")
 	fs.StringVar(&c.SASLPassword, "sasl-password", env("sasl-password"), "",
 		"SASL `password`; prefer the environment variable or --sasl-password-file")
 	fs.StringVar(&c.SASLPasswordFile, "sasl-password-file", env("sasl-password-file"), "",
 		"`file` holding the SASL password, e.g. a mounted secret; a trailing newline is trimmed")
+	fs.StringVar(&c.SASLOAuthTokenFile, "sasl-oauth-token-file", env("sasl-oauth-token-file"), "",
+		"`file` holding the OAUTHBEARER token, read again at each authentication so that a token a sidecar refreshes is picked up")
 }
 
 // CheckKafka returns the problems of c, each a *cli.FlagError of its flag;
