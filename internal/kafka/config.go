@@ -84,6 +84,12 @@ type Config struct {
 	// surrounding white space is trimmed. Required with oauthbearer; default
 	// "".
 	SASLOAuthTokenFile string
+
+	// PropertiesFile is a client properties file (ReadProperties) that a
+	// command applies to the Config under its own flags, with
+	// ApplyProperties, before it validates the Config. Validate and Opts do
+	// not read it. Default "": none.
+	PropertiesFile string
 }
 
 // TLSEnabled reports whether c connects with TLS: TLS is set, or any other

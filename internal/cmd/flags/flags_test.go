@@ -197,3 +197,81 @@ func TestMSKIAMNeedsTLS(t *testing.T) {
 		t.Errorf("with --tls and the credentials: %v", err)
 	}
 }
+
+// TestKafkaConfig: --kafka-config sets what no flag or environment variable
+// sets, and its problems name the file, the line and the key.
+func TestKafkaConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	props := write("client.properties", "bootstrap.servers=kafka-0:9093,kafka-1:9093\nsecurity.protocol=SASL_SSL\n"+
+		"sasl.mechanism=SCRAM-SHA-512\nsasl.username=file-user\nsasl.password=file-pass\nclient.id=file-id\n")
+	parse := func(t *testing.T, args ...string) *kafka.Config {
+		t.Helper()
+		var c kafka.Config
+		fs := cli.NewFlagSet("test", "")
+		Kafka(fs, &c, "hourglass-test")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Explain(CheckKafka(fs, &c)); err != nil {
+			t.Fatalf("problems: %v", err)
+		}
+		return &c
+	}
+
+	c := parse(t, "--kafka-config", props)
+	if !slices.Equal(c.Brokers, []string{"kafka-0:9093", "kafka-1:9093"}) || !c.TLS || c.SASLMechanism != "scram-sha-512" ||
+		c.SASLUser != "file-user" || c.SASLPassword != "file-pass" || c.ClientID != "file-id" {
+		t.Errorf("from the file: %+v", c)
+	}
+
+	t.Setenv("HOURGLASS_KAFKA_CONFIG", props)
+	t.Setenv("HOURGLASS_SASL_USER", "env-user")
+	c = parse(t, "--brokers", "flag:9093", "--client-id", "flag-id", "--tls=false")
+	if !slices.Equal(c.Brokers, []string{"flag:9093"}) || c.ClientID != "flag-id" || c.TLS || c.SASLUser != "env-user" ||
+		c.SASLPassword != "file-pass" || c.SASLMechanism != "scram-sha-512" {
+		t.Errorf("flags and variables over the file: %+v", c)
+	}
+
+	bad := write("bad.properties", "bootstrap.servers=k:9093\nsasl.mechanism=OAUTHBEARER\nsasl.username=u\nsecurity.protocol=SASL_SSL\nssl.ca.location="+filepath.Join(dir, "missing")+"\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"values from the file", []string{"--kafka-config", bad},
+			"--kafka-config (HOURGLASS_KAFKA_CONFIG): " + bad + ":5: ssl.ca.location: open " + filepath.Join(dir, "missing") + ": no such file or directory\n" +
+				"--kafka-config (HOURGLASS_KAFKA_CONFIG): " + bad + ":3: sasl.username: not used with sasl.mechanism (" + bad + ":2) oauthbearer\n" +
+				"--sasl-oauth-token-file (HOURGLASS_SASL_OAUTH_TOKEN_FILE): required with sasl.mechanism (" + bad + ":2) oauthbearer"},
+		{"file problems", []string{"--kafka-config", write("worse.properties", "acks=all\nsecurity.protocol=TLS\n")},
+			"--kafka-config (HOURGLASS_KAFKA_CONFIG): " + dir + "/worse.properties:1: acks: not a key Hourglass reads: it reads bootstrap.servers, client.id, security.protocol, sasl.mechanism, sasl.username, sasl.password, sasl.jaas.config, sasl.oauthbearer.token.endpoint.url, ssl.ca.location, ssl.certificate.location and ssl.key.location\n" +
+				"--kafka-config (HOURGLASS_KAFKA_CONFIG): " + dir + "/worse.properties:2: security.protocol: \"TLS\": want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"},
+		{"missing file", []string{"--kafka-config", filepath.Join(dir, "nope")},
+			"--kafka-config (HOURGLASS_KAFKA_CONFIG): open " + filepath.Join(dir, "nope") + ": no such file or directory"},
+	}
+	t.Setenv("HOURGLASS_SASL_USER", "")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c kafka.Config
+			fs := cli.NewFlagSet("test", "")
+			Kafka(fs, &c, "test")
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if err := fs.Explain(CheckKafka(fs, &c)); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("problems:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}

@@ -11,11 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/field"
 	"github.com/hourglass/hourglass/internal/kafka"
 )
 
 // kafkaFields are the flags of kafka.Config's fields.
 var kafkaFields = cli.Fields{
+	"PropertiesFile":        "kafka-config",
 	"Brokers":               "brokers",
 	"ClientID":              "client-id",
 	"TLS":                   "tls",
@@ -35,9 +37,11 @@ var kafkaFields = cli.Fields{
 // environment variable (--brokers and HOURGLASS_BROKERS, --tls-ca-file and
 // HOURGLASS_TLS_CA_FILE, ...), storing the defaults into c: the brokers
 // kafka.DefaultBrokers, the client ID clientID, typically the command's
-// name.
+// name. CheckKafka applies the file of --kafka-config.
 func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
 	env := cli.Env
+	fs.StringVar(&c.PropertiesFile, "kafka-config", env("kafka-config"), "",
+		"Kafka client properties `file` (client.properties: bootstrap.servers, client.id, security.protocol, sasl.*, ssl.*.location); each flag or environment variable given wins over the file")
 	fs.StringsVar(&c.Brokers, "brokers", env("brokers"), []string{kafka.DefaultBrokers},
 		"Kafka seed brokers, comma-separated `host:port,...`")
 	fs.StringVar(&c.ClientID, "client-id", env("client-id"), clientID,
@@ -66,11 +70,75 @@ func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
 		"`file` holding the OAUTHBEARER token, read again at each authentication so that a token a sidecar refreshes is picked up")
 }
 
-// CheckKafka returns the problems of c, each a *cli.FlagError of its flag;
-// a message that mentions another flag names its environment variable too,
-// as fs registered it.
+// CheckKafka applies the file of --kafka-config to c, under the flags and
+// environment variables given, then returns the problems of c, each a
+// *cli.FlagError of its flag; a message that mentions another flag names
+// its environment variable too, as fs registered it. A problem of a value
+// the file set names the file, the line and the key, under --kafka-config.
 func CheckKafka(fs *cli.FlagSet, c *kafka.Config) error {
-	return kafkaFields.Flags(c.Validate(), fs.Name)
+	from, err := applyKafkaConfig(fs, c)
+	if err != nil {
+		return err
+	}
+	if len(from) == 0 {
+		return kafkaFields.Flags(c.Validate(), fs.Name)
+	}
+	line := func(pr kafka.Property) string { return fmt.Sprintf("%s:%d", c.PropertiesFile, pr.Line) }
+	byFlag := make(map[string]kafka.Property, len(from))
+	for f, pr := range from {
+		byFlag[kafkaFields[f]] = pr
+	}
+	ref := func(flag string) string {
+		if pr, ok := byFlag[flag]; ok {
+			return pr.Key + " (" + line(pr) + ")"
+		}
+		return fs.Name(flag)
+	}
+	inFile := field.Map(c.Validate(), func(e *field.Error) error {
+		pr, ok := from[e.Field]
+		if !ok {
+			return e
+		}
+		return cli.Errorf("kafka-config", "%s: %s: %s", line(pr), pr.Key, e.Message(func(f string) string {
+			if flag, ok := kafkaFields[f]; ok {
+				return ref(flag)
+			}
+			return f
+		}))
+	})
+	return kafkaFields.Flags(inFile, ref)
+}
+
+// applyKafkaConfig applies the file of --kafka-config to c, leaving the
+// fields whose flag or environment variable was given, and returns the
+// properties applied by field. The file's problems are problems of
+// --kafka-config, one a line.
+func applyKafkaConfig(fs *cli.FlagSet, c *kafka.Config) (map[string]kafka.Property, error) {
+	if c.PropertiesFile == "" {
+		return nil, nil
+	}
+	props, err := kafka.ReadProperties(c.PropertiesFile)
+	if err != nil {
+		var errs cli.Problems
+		for _, e := range flatten(err) {
+			errs.Add("kafka-config", "%w", e)
+		}
+		return nil, errs.Err()
+	}
+	keep := func(f string) bool { return fs.Source(kafkaFields[f]) != cli.SourceDefault }
+	from := make(map[string]kafka.Property)
+	for _, pr := range c.ApplyProperties(props, keep) {
+		from[pr.Field] = pr
+	}
+	return from, nil
+}
+
+// flatten returns the errors err joins, or err.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // KafkaOpts returns c.Opts(), with a problem of c naming its flag.
