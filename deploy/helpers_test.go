@@ -42,7 +42,7 @@ const (
 
 // chartScenarios are the values the chart is linted, rendered and validated
 // with: its defaults ("") and every file in ci/.
-var chartScenarios = []string{"", "ci/minimal-values.yaml", "ci/sasl-tls-values.yaml", "ci/closers-values.yaml", "ci/all-values.yaml", "ci/extras-values.yaml", "ci/persistence-values.yaml"}
+var chartScenarios = []string{"", "ci/minimal-values.yaml", "ci/sasl-tls-values.yaml", "ci/oauth-values.yaml", "ci/msk-iam-values.yaml", "ci/closers-values.yaml", "ci/all-values.yaml", "ci/extras-values.yaml", "ci/persistence-values.yaml"}
 
 func scenarioName(values string) string {
 	if values == "" {
@@ -269,6 +269,22 @@ type (
 		ConfigMap *struct {
 			Name string `yaml:"name"`
 		} `yaml:"configMap"`
+		Projected *struct {
+			Sources []struct {
+				ServiceAccountToken *struct {
+					Audience          string `yaml:"audience"`
+					ExpirationSeconds int    `yaml:"expirationSeconds"`
+					Path              string `yaml:"path"`
+				} `yaml:"serviceAccountToken"`
+				Secret *struct {
+					Name  string `yaml:"name"`
+					Items []struct {
+						Key  string `yaml:"key"`
+						Path string `yaml:"path"`
+					} `yaml:"items"`
+				} `yaml:"secret"`
+			} `yaml:"sources"`
+		} `yaml:"projected"`
 		EmptyDir *struct {
 			SizeLimit any `yaml:"sizeLimit"`
 		} `yaml:"emptyDir"`

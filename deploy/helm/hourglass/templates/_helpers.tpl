@@ -123,8 +123,12 @@ the ConfigMaps exist, get them inline.
 {{- with $v.kafka.sasl -}}
 {{- if .mechanism -}}
 {{- $_ := set $env "HOURGLASS_SASL_MECHANISM" .mechanism -}}
+{{- if eq (include "hourglass.saslKind" $) "password" -}}
 {{- $_ := set $env "HOURGLASS_SASL_USER" .user -}}
 {{- $_ := set $env "HOURGLASS_SASL_PASSWORD_FILE" "/etc/hourglass/kafka-sasl/password" -}}
+{{- else if eq (include "hourglass.saslKind" $) "oauth" -}}
+{{- $_ := set $env "HOURGLASS_SASL_OAUTH_TOKEN_FILE" "/etc/hourglass/kafka-sasl/token" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $env "HOURGLASS_TOPIC_PREFIX" $v.topics.prefix -}}
@@ -318,14 +322,32 @@ pod that talks to Kafka.
       {{- end }}
 {{- end }}
 {{- end }}
+{{- $kind := include "hourglass.saslKind" . }}
 {{- with .Values.kafka.sasl }}
-{{- if .mechanism }}
+{{- if eq $kind "password" }}
 - name: kafka-sasl
   secret:
     secretName: {{ .existingSecret }}
     defaultMode: 0440
     items:
       - {key: {{ .passwordKey | quote }}, path: password}
+{{- else if eq $kind "oauth" }}
+{{- /* The kubelet refreshes both sources in place; each authentication reads the file again. */}}
+- name: kafka-sasl
+  projected:
+    defaultMode: 0440
+    sources:
+      {{- if .oauth.serviceAccountTokenAudience }}
+      - serviceAccountToken:
+          audience: {{ .oauth.serviceAccountTokenAudience | quote }}
+          expirationSeconds: {{ .oauth.serviceAccountTokenExpirationSeconds | int }}
+          path: token
+      {{- else }}
+      - secret:
+          name: {{ .oauth.existingSecret }}
+          items:
+            - {key: {{ .oauth.tokenKey | quote }}, path: token}
+      {{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}
@@ -334,8 +356,47 @@ pod that talks to Kafka.
 {{- if .Values.kafka.tls.existingSecret }}
 - {name: kafka-tls, mountPath: /etc/hourglass/kafka-tls, readOnly: true}
 {{- end }}
-{{- if .Values.kafka.sasl.mechanism }}
+{{- if has (include "hourglass.saslKind" .) (list "password" "oauth") }}
 - {name: kafka-sasl, mountPath: /etc/hourglass/kafka-sasl, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{/*
+hourglass.saslKind is what kafka.sasl.mechanism takes: "password" (PLAIN,
+SCRAM), "oauth", "aws" or "" (no SASL).
+*/}}
+{{- define "hourglass.saslKind" -}}
+{{- $m := lower .Values.kafka.sasl.mechanism -}}
+{{- if has $m (list "plain" "scram-sha-256" "scram-sha-512") -}}password
+{{- else if eq $m "oauthbearer" -}}oauth
+{{- else if eq $m "aws_msk_iam" -}}aws
+{{- end -}}
+{{- end -}}
+
+{{/*
+The AWS credentials of AWS_MSK_IAM, from kafka.sasl.aws.existingSecret, as
+env entries of every container that talks to Kafka: the AWS names, which
+the credentials keep in every AWS tool.
+*/}}
+{{- define "hourglass.kafkaAWSEnv" -}}
+{{- if eq (include "hourglass.saslKind" .) "aws" }}
+{{- with .Values.kafka.sasl.aws }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef: {name: {{ .existingSecret }}, key: {{ .accessKeyIdKey | quote }}}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef: {name: {{ .existingSecret }}, key: {{ .secretAccessKeyKey | quote }}}
+{{- if .sessionTokenKey }}
+- name: AWS_SESSION_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ .existingSecret }}, key: {{ .sessionTokenKey | quote }}}
+{{- end }}
+{{- if .region }}
+- name: AWS_REGION
+  value: {{ .region | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -497,12 +558,22 @@ the schema checks each value on its own.
 {{- fail (printf "%s.replicas (%d) is above topics.partitions (%d): a consumer group gives each partition to one member, so pods beyond the partition count sit idle" $name ($c.replicas | int) $parts) -}}
 {{- end -}}
 {{- end -}}
+{{- $saslKind := include "hourglass.saslKind" . -}}
 {{- with $v.kafka.sasl -}}
-{{- if and .mechanism (not .existingSecret) -}}
-{{- fail "kafka.sasl.mechanism is set but kafka.sasl.existingSecret is empty: name the Secret holding the SASL password" -}}
+{{- if and (eq $saslKind "password") (not .existingSecret) -}}
+{{- fail (printf "kafka.sasl.mechanism is %s but kafka.sasl.existingSecret is empty: name the Secret holding the SASL password" .mechanism) -}}
 {{- end -}}
-{{- if and .mechanism (not .user) -}}
-{{- fail "kafka.sasl.mechanism is set but kafka.sasl.user is empty" -}}
+{{- if and (eq $saslKind "password") (not .user) -}}
+{{- fail (printf "kafka.sasl.mechanism is %s but kafka.sasl.user is empty" .mechanism) -}}
+{{- end -}}
+{{- if and (eq $saslKind "oauth") (eq (empty .oauth.serviceAccountTokenAudience) (empty .oauth.existingSecret)) -}}
+{{- fail "kafka.sasl.mechanism is OAUTHBEARER: set one of kafka.sasl.oauth.serviceAccountTokenAudience (a projected service account token) and kafka.sasl.oauth.existingSecret (a Secret holding the token)" -}}
+{{- end -}}
+{{- if and (eq $saslKind "aws") (not .aws.existingSecret) -}}
+{{- fail "kafka.sasl.mechanism is AWS_MSK_IAM but kafka.sasl.aws.existingSecret is empty: name the Secret holding the AWS credentials" -}}
+{{- end -}}
+{{- if and (eq $saslKind "aws") (not (or $v.kafka.tls.enabled $v.kafka.tls.existingSecret)) -}}
+{{- fail "kafka.sasl.mechanism is AWS_MSK_IAM, which needs TLS: set kafka.tls.enabled" -}}
 {{- end -}}
 {{- end -}}
 {{- range $where, $tls := dict "kafka.tls" $v.kafka.tls "recorder.clickhouse.tls" $v.recorder.clickhouse.tls -}}
