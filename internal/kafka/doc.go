@@ -1,9 +1,13 @@
 // Package kafka connects Hourglass commands to Kafka.
 //
 // [Config] is the connection configuration every command shares: seed
-// brokers, client ID, TLS and SASL. [Config.Validate] reports every problem
-// naming the field (the commands name the flag that set it); [Config.Opts]
-// turns it into kgo options. Hourglass builds every kgo client from those
+// brokers, client ID, TLS and SASL (PLAIN, SCRAM, OAUTHBEARER with a token
+// file read at each authentication, AWS_MSK_IAM with the credentials of
+// the environment). [Config.Validate] reports every problem naming the
+// field (the commands name the flag that set it); [Config.Opts] turns it
+// into kgo options. [ReadProperties] reads the subset of a Kafka
+// client.properties file that fills a Config, for
+// [Config.ApplyProperties]. Hourglass builds every kgo client from those
 // options and tests against kfake instead of mocking the client.
 //
 // Every client that reads Hourglass topics reads committed records only and
