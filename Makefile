@@ -116,9 +116,13 @@ chart: k8s-tools ## lint, render and validate the Helm chart and the Dockerfile;
 kube-check: ## the chart on a local kube-apiserver + etcd with kwok nodes: dry-run=server, install/upgrade/uninstall --wait (VALUES=ci/...)
 	deploy/tools/kube/check.sh $(VALUES)
 
+# The tag `make image` gives the image: a tag of your own (a commit, say)
+# lets a cluster that already pulled one image pull the next.
+TAG ?= dev
+
 .PHONY: image
-image: ## build the container image, tagged IMAGE:dev (needs a Docker engine)
-	docker build -t $(IMAGE):dev .
+image: ## build the container image, tagged IMAGE:TAG (TAG=dev; needs a Docker engine)
+	docker build -t $(IMAGE):$(TAG) .
 
 .PHONY: release
 release: ## release VERSION=vX.Y.Z into dist/: a tar.gz per platform (PLATFORMS=), SHA256SUMS, the chart; the image IMAGE:VERSION when docker is there (PUSH=1)

@@ -20,7 +20,7 @@ func TestChartExtrasPods(t *testing.T) {
 	for _, o := range parseManifests(t, scenarioRender(t, extrasScenario)) {
 		if ps, ok := podSpecOf(t, o); ok && (o.Kind == "StatefulSet" || o.Kind == "Deployment") {
 			pods[component(o)] = ps
-			if got := ps.Containers[0].Image; got != "registry.example.com/mirror/hourglass:0.1.0" {
+			if got := ps.Containers[0].Image; got != "registry.example.com/mirror/hourglass:v0.1.0" {
 				t.Errorf("%s: image %s, want image.registry before image.repository", o, got)
 			}
 		}

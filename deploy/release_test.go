@@ -120,3 +120,43 @@ func versionVars(t *testing.T) map[string]bool {
 	}
 	return vars
 }
+
+// TestChartDefaultTagIsReleaseTag checks that the chart, as it is in the
+// repository, runs the image tag `make release` writes for its version:
+// `v` and the chart's version (scripts/release.sh packages the chart with
+// --version X.Y.Z --app-version vX.Y.Z and tags the image vX.Y.Z), so that
+// `helm template` from a checkout names the tag of that release, not X.Y.Z.
+func TestChartDefaultTagIsReleaseTag(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		Version    string `yaml:"version"`
+		AppVersion string `yaml:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if want := "v" + chart.Version; chart.AppVersion != want {
+		t.Errorf("Chart.yaml appVersion %q, want %q: make release VERSION=%s packages the chart with that appVersion", chart.AppVersion, want, want)
+	}
+	want := "ghcr.io/hourglass/hourglass:v" + chart.Version
+	seen := 0
+	for _, o := range mustRender(t, "") {
+		ps, ok := podSpecOf(t, o)
+		if !ok {
+			continue
+		}
+		for _, c := range ps.Containers {
+			seen++
+			if c.Image != want {
+				t.Errorf("%s: container %s runs %s, want %s", o, c.Name, c.Image, want)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no containers rendered")
+	}
+}
