@@ -40,6 +40,11 @@ type Common struct {
 	// Partitions of the topics created at start (--partitions); default
 	// topics.DefaultPartitions.
 	Partitions int
+	// PartitionsGiven is true when --partitions (or its environment
+	// variable) was given: existing topics with another count are then
+	// logged as differing. False: their count is whoever created them's
+	// choice, and only created topics get Partitions. Parse sets it.
+	PartitionsGiven bool
 	// Replication of the topics created at start (--replication-factor);
 	// default -1, the broker's.
 	Replication int
@@ -147,9 +152,14 @@ func (c *Common) LogDeprecated(log *slog.Logger) {
 func (c *Common) KgoOpts() ([]kgo.Opt, error) { return flags.KafkaOpts(&c.Kafka) }
 
 // Specs returns the specs of set with the partitions and replication of the
-// flags.
+// flags; without PartitionsGiven, the partitions are only those of the
+// topics created (topics.PartitionsOnCreate).
 func (c *Common) Specs(set topics.Set) []topics.Spec {
-	return topics.Specs(set, int32(c.Partitions), int16(c.Replication))
+	specs := topics.Specs(set, int32(c.Partitions), int16(c.Replication))
+	if !c.PartitionsGiven {
+		topics.PartitionsOnCreate(specs)
+	}
+	return specs
 }
 
 // Logger returns the logger of the --log-level and --log-format flags,

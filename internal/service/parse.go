@@ -36,6 +36,7 @@ func Parse(fs *cli.FlagSet, args []string, stdout io.Writer, c *Common, check fu
 	if err := ParseArgs(fs, args); err != nil {
 		return true, err
 	}
+	c.PartitionsGiven = fs.Source("partitions") != cli.SourceDefault
 	if err := fs.Explain(errors.Join(c.Validate(fs), check())); err != nil {
 		return true, UsageError{err}
 	}

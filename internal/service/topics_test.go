@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/testutil/hung"
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/internal/testutil/syncbuf"
@@ -172,5 +173,46 @@ func TestEnsureTopicsDelayRetention(t *testing.T) {
 	}
 	if want := "create it with `hourglass topics`"; !strings.Contains(l, want) || !strings.Contains(l, "topic="+missing+"\n") {
 		t.Errorf("log does not name the missing %s and say %s:\n%s", missing, want, l)
+	}
+}
+
+// TestEnsureTopicsPartitions: an existing topic with another partition
+// count than --partitions is a difference only when --partitions (or
+// HOURGLASS_PARTITIONS) was given: a service started against topics someone
+// else created (the demo's 3 partitions) does not warn about a count nobody
+// asked for.
+func TestEnsureTopicsPartitions(t *testing.T) {
+	ctx := testCtx(t)
+	opts := []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}
+	topic := kfaketest.TopicName(t, "outcomes")
+	if _, err := kfaketest.Admin(t, cluster).CreateTopic(ctx, 3, -1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string // HOURGLASS_PARTITIONS
+		warn bool
+	}{
+		{nil, "", false},
+		{[]string{"--partitions", "6"}, "", true},
+		{[]string{"--partitions", "3"}, "", false},
+		{nil, "6", true},
+	} {
+		t.Setenv("HOURGLASS_PARTITIONS", tc.env)
+		var c Common
+		fs := cli.NewFlagSet("recorder", "")
+		c.Register(fs, "recorder", "")
+		if stop, err := Parse(fs, append([]string{"--brokers", "127.0.0.1:9092"}, tc.args...), io.Discard, &c, func() error { return nil }); stop || err != nil {
+			t.Fatalf("%q: stop %v, %v", tc.args, stop, err)
+		}
+		var logged syncbuf.Buffer
+		log := slog.New(slog.NewTextHandler(&logged, nil))
+		if err := EnsureTopics(ctx, opts, c.Specs(topics.Set{Outcomes: topic}), false, log); err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(logged.String(), "partitions: have 3, want 6")
+		if warned != tc.warn {
+			t.Errorf("%q, HOURGLASS_PARTITIONS=%q: warned about the partitions %v, want %v:\n%s", tc.args, tc.env, warned, tc.warn, logged.String())
+		}
 	}
 }

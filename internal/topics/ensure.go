@@ -21,6 +21,11 @@ type Spec struct {
 	// Partitions is the partition count to create the topic with; -1 uses
 	// the broker default and is then not compared. Zero is invalid.
 	Partitions int32
+	// PartitionsOnCreate makes Partitions only the count a created topic
+	// gets: an existing topic's count, chosen by whoever created it, is
+	// reported in Status.Partitions and never a mismatch. False: a
+	// different count is a mismatch.
+	PartitionsOnCreate bool
 	// Replicas is the replication factor; -1 = broker default, and is then
 	// not compared. Zero is invalid.
 	Replicas int16
@@ -294,7 +299,7 @@ func retryUnknown(ctx context.Context, fn func() (unknown []string, err error)) 
 func compare(s *Status, d kadm.TopicDetail, configs []kadm.Config) {
 	spec := s.Spec
 	s.Partitions = int32(len(d.Partitions))
-	if spec.Partitions > 0 && s.Partitions != spec.Partitions {
+	if spec.Partitions > 0 && !spec.PartitionsOnCreate && s.Partitions != spec.Partitions {
 		s.Mismatches = append(s.Mismatches, fmt.Sprintf("partitions: have %d, want %d", s.Partitions, spec.Partitions))
 	}
 	if spec.Replicas > 0 {

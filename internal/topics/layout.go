@@ -52,6 +52,16 @@ func Default(prefix string, table tiers.Table) Set {
 		Cancellations: tiers.CancellationsTopic(prefix)}
 }
 
+// PartitionsOnCreate sets Spec.PartitionsOnCreate on every spec: for a
+// command whose partition count was not asked for, which creates topics
+// with it but does not hold existing topics to it.
+func PartitionsOnCreate(specs []Spec) []Spec {
+	for i := range specs {
+		specs[i].PartitionsOnCreate = true
+	}
+	return specs
+}
+
 // Specs returns every topic of the set with the recommended settings:
 // delay topics keep records 7 days or twice the tier, whichever is longer
 // (DelayRetention; a longer retention passes a check, a shorter one is a

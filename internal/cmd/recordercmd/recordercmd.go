@@ -96,7 +96,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	k := c.Recorder
-	specs := topics.Specs(topics.Set{Prefix: c.Prefix, Outcomes: k.Topic}, int32(c.Partitions), int16(c.Replication))
+	specs := c.Specs(topics.Set{Prefix: c.Prefix, Outcomes: k.Topic})
 	if err := service.EnsureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}

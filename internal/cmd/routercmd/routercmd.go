@@ -65,8 +65,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r := c.Router
-	specs := topics.Specs(topics.Set{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter,
-		Outcomes: r.Outcomes, Cancellations: r.Cancellations}, int32(c.Partitions), int16(c.Replication))
+	specs := c.Specs(topics.Set{Prefix: r.Prefix, Tiers: r.Tiers, Targets: []string{r.Target}, DeadLetter: r.DeadLetter,
+		Outcomes: r.Outcomes, Cancellations: r.Cancellations})
 	if err := service.EnsureTopics(ctx, opts, specs, c.CreateTopics, log); err != nil {
 		return err
 	}

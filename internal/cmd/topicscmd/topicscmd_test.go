@@ -96,3 +96,31 @@ func TestCheckShortRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPartitionsNotAsked: topics created with 3 partitions (as the
+// demo creates them) pass a --check that was not given --partitions, which
+// says it did not check the counts; with --partitions 6 the check reports
+// each and fails, and with --partitions 3 it passes.
+func TestCheckPartitionsNotAsked(t *testing.T) {
+	t.Parallel()
+	prefix := kfaketest.TopicName(t, "") + "."
+	base := []string{"--brokers", strings.Join(cluster.ListenAddrs(), ","), "--topic-prefix", prefix, "--tiers", "1s,5s"}
+	if _, _, err := cmdtest.Run(t, topicscmd.Run, append(base, "--partitions", "3")...); err != nil {
+		t.Fatalf("hourglass topics --partitions 3: %v", err)
+	}
+	stdout, _, err := cmdtest.Run(t, topicscmd.Run, append(base, "--check")...)
+	if err != nil {
+		t.Fatalf("--check without --partitions on topics of 3 partitions: %v\n%s", err, stdout)
+	}
+	if strings.Contains(stdout, "partitions: have") || !strings.Contains(stdout, "partition counts not checked: topics created here get 6; give --partitions to check them") {
+		t.Errorf("--check without --partitions:\n%s", stdout)
+	}
+	stdout, _, err = cmdtest.Run(t, topicscmd.Run, append(base, "--check", "--partitions", "6")...)
+	if err == nil || strings.Count(stdout, "partitions: have 3, want 6") != 6 {
+		t.Errorf("--check --partitions 6 on topics of 3 partitions: %v\n%s", err, stdout)
+	}
+	stdout, _, err = cmdtest.Run(t, topicscmd.Run, append(base, "--check", "--partitions", "3")...)
+	if err != nil || strings.Contains(stdout, "not checked") {
+		t.Errorf("--check --partitions 3: %v\n%s", err, stdout)
+	}
+}
