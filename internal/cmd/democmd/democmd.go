@@ -158,7 +158,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	demoIDs := make(map[string]bool, c.orders)
 	t.OnEvent = func(ev outcome.Event, first bool) {
 		if c.serve && !demoIDs[ev.TaskID] {
-			fmt.Fprintf(stdout, "closed %s: %s, %d ms after its due time (path %s)\n", ev.TaskID, ev.Outcome, ev.LatenessMs, ev.Path)
+			fmt.Fprintln(stdout, outcomeLine(ev))
 		}
 	}
 	defer embedded.GoWatch(ctx, seed, tiers.OutcomesTopic(tiers.DefaultPrefix), t)()
