@@ -148,8 +148,12 @@ func (r *Router) dropGated() {
 // topic.
 func (r *Router) dropCancelled(e *entry, c tiers.Cancellation, now time.Time) {
 	deadline := deadlineOf(e)
+	kind := e.meta.Kind
+	if kind == "" {
+		kind = r.cfg.DefaultKind
+	}
 	ev := outcome.Event{
-		V: outcome.Version, TaskID: string(e.rec.Key), Kind: e.meta.Kind, Outcome: outcome.Cancelled,
+		V: outcome.Version, TaskID: string(e.rec.Key), Kind: kind, Outcome: outcome.Cancelled,
 		Detail:  "cancelled at " + c.At.UTC().Format(time.RFC3339Nano),
 		Attempt: max(e.meta.Attempt, 1), Hops: e.meta.Hops, Path: record.AppendPath(e.meta.Path, e.part.tier),
 		ScheduledMs: scheduledOf(e).UnixMilli(), DueMs: e.meta.Due.UnixMilli(), DeadlineMs: deadline.UnixMilli(),

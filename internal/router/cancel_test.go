@@ -40,7 +40,8 @@ func (b *bundle) outcomeOf(t *testing.T, id string) outcome.Event {
 
 // TestCancelBeforeDue: deadlines whose task was cancelled before they were
 // due never reach their target, wherever they wait (tier, timer);
-// each is reported by one outcome event "cancelled". A deadline scheduled
+// each is reported by one outcome event "cancelled", of the kind of its
+// hourglass-kind, or Config.DefaultKind without one. A deadline scheduled
 // after the cancellation, one of another due time than a cancellation that
 // names its due, and one whose cancellation was withdrawn are forwarded.
 func TestCancelBeforeDue(t *testing.T) {
@@ -51,7 +52,7 @@ func TestCancelBeforeDue(t *testing.T) {
 	sched := func(ts time.Time) kgo.RecordHeader {
 		return kgo.RecordHeader{Key: tiers.HeaderScheduled, Value: tiers.FormatMillis(ts)}
 	}
-	b.produceRec(t, delayRecord(long, "hop", t0, t0.Add(12*time.Second), sched(t0)))
+	b.produceRec(t, delayRecord(long, "hop", t0, t0.Add(12*time.Second), sched(t0), kgo.RecordHeader{Key: tiers.HeaderKind, Value: []byte("reminder")}))
 	b.produceRec(t, delayRecord(long, "timer", t0, t0.Add(3*time.Second)))                             // no scheduled header: its timestamp
 	b.produceRec(t, delayRecord(long, "later", t0, t0.Add(3*time.Second), sched(t0.Add(time.Second)))) // scheduled after the cancellation
 	b.produceRec(t, delayRecord(long, "named", t0, t0.Add(3*time.Second), sched(t0)))
@@ -70,8 +71,8 @@ func TestCancelBeforeDue(t *testing.T) {
 		b.read(t, b.cfg.Target, id, 1)
 	}
 	ev := b.outcomeOf(t, "timer")
-	if ev.Outcome != outcome.Cancelled || ev.DueMs != t0.Add(3*time.Second).UnixMilli() || ev.ClosedMs != t0.Add(3*time.Second).UnixMilli() {
-		t.Errorf("outcome %+v, want cancelled, due and dropped at t0+3s", ev)
+	if ev.Outcome != outcome.Cancelled || ev.DueMs != t0.Add(3*time.Second).UnixMilli() || ev.ClosedMs != t0.Add(3*time.Second).UnixMilli() || ev.Kind != DefaultKind {
+		t.Errorf("outcome %+v, want cancelled, due and dropped at t0+3s, kind %s", ev, DefaultKind)
 	}
 
 	// "hop" waited out the 10s tier, hopped to the 1s tier (keeping when it
@@ -80,8 +81,8 @@ func TestCancelBeforeDue(t *testing.T) {
 	b.waitStats(t, func(s Stats) bool { return s.Hopped == before.Hopped+1 })
 	b.clock.Advance(2 * time.Second)
 	b.waitStats(t, func(s Stats) bool { return s.Cancelled == before.Cancelled+2 })
-	if ev := b.outcomeOf(t, "hop"); ev.Path != "10s,1s" || ev.Hops != 1 || ev.ScheduledMs != t0.UnixMilli() {
-		t.Errorf("hop's outcome %+v, want path 10s,1s, 1 hop, scheduled at t0", ev)
+	if ev := b.outcomeOf(t, "hop"); ev.Path != "10s,1s" || ev.Hops != 1 || ev.ScheduledMs != t0.UnixMilli() || ev.Kind != "reminder" {
+		t.Errorf("hop's outcome %+v, want path 10s,1s, 1 hop, scheduled at t0, kind reminder", ev)
 	}
 	if s := b.router.Stats(); s.Forwarded != before.Forwarded+3 {
 		t.Errorf("forwarded %d, want 3: a cancelled deadline reached its target", s.Forwarded-before.Forwarded)

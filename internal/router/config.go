@@ -16,6 +16,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultGroup               = "hourglass-router"
+	DefaultKind                = "order-timeout" // the canceller's default kind too
 	DefaultMaxDelay            = 365 * 24 * time.Hour
 	DefaultTimerCapacity       = 10_000
 	DefaultMaxHeldPerPartition = 1_000
@@ -89,6 +90,10 @@ type Config struct {
 	// for cancelled deadlines, as the canceller signs its own (the
 	// canceller's OutcomesKey); default none.
 	OutcomesKey []byte
+	// DefaultKind is the kind of the outcome event of a cancelled deadline
+	// without hourglass-kind: the kind the canceller would have closed it
+	// as (its --default-kind); default DefaultKind.
+	DefaultKind string
 	// AllowedTargets are the topics a record may name in hourglass-target,
 	// as patterns of path.Match ("orders.*", "*.cancel"); a record naming
 	// another goes to the dead-letter topic (target_invalid). The delay
@@ -203,6 +208,9 @@ func (c Config) WithDefaults() Config {
 	c.Limits = c.Limits.WithDefaults()
 	if c.Group == "" {
 		c.Group = DefaultGroup
+	}
+	if c.DefaultKind == "" {
+		c.DefaultKind = DefaultKind
 	}
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay

@@ -21,6 +21,7 @@ var routerFields = cli.Fields{
 	"CancellationGrace":        "cancellation-grace",
 	"OutcomesKey":              "outcomes-key-file",
 	"AllowedTargets":           "allowed-targets",
+	"DefaultKind":              "default-kind",
 	"Group":                    "group",
 	"InstanceID":               "instance-id",
 	"SessionTimeout":           "session-timeout",
@@ -64,6 +65,8 @@ func register(fs *cli.FlagSet, r *router.Config, raw *rawFlags) {
 	fs.DurationVar(&r.CancellationGrace, "cancellation-grace", env("cancellation-grace"), cancels.DefaultGrace, "how long a cancellation is kept after the furthest deadline it can call off was due (--max-delay after it was made)")
 	fs.StringsVar(&r.AllowedTargets, "allowed-targets", env("allowed-targets"), nil,
 		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
+	fs.StringVar(&r.DefaultKind, "default-kind", env("default-kind"), router.DefaultKind,
+		"`kind` of the outcome event of a cancelled deadline without hourglass-kind: the canceller's --default-kind")
 	fs.StringVar(&r.Group, "group", env("group"), router.DefaultGroup, "consumer `group`")
 	flags.InstanceID(fs, &r.InstanceID)
 	fs.DurationVar(&r.MaxDelay, "max-delay", env("max-delay"), router.DefaultMaxDelay, "records due further ahead go to the dead-letter topic")

@@ -176,6 +176,7 @@ the ConfigMaps exist, get them inline.
 {{- if $r.cancellationsTopic }}{{ $_ := set $env "HOURGLASS_CANCELLATIONS_TOPIC" $r.cancellationsTopic }}{{ end -}}
 {{- $_ := set $env "HOURGLASS_CANCELLATIONS_DIR" (include "hourglass.cancellationsDir" .) -}}
 {{- $_ := set $env "HOURGLASS_CANCELLATION_GRACE" $r.cancellationGrace -}}
+{{- $_ := set $env "HOURGLASS_DEFAULT_KIND" $v.canceller.defaultKind -}}
 {{- $_ := set $env "HOURGLASS_TIMER_BYTES" ($r.timerBytes | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES" ($r.maxHeldBytes | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_MAX_HELD_BYTES_PER_PARTITION" ($r.maxHeldBytesPerPartition | int64 | toString) -}}
