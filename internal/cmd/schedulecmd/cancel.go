@@ -97,15 +97,19 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // cancelledLines say what the cancellation of id, made at made and
-// acknowledged at acked, calls off; at is where it is.
+// acknowledged at acked, calls off; at is where it is. The command does not
+// look for the task's deadlines (that is a scan of every delay topic:
+// hourglass status), so the lines say what the record stops if there is
+// such a deadline, not that there was one.
 func cancelledLines(id, at string, due, made, acked time.Time) []string {
 	if due.IsZero() {
 		return []string{
-			fmt.Sprintf("cancelled every deadline of %s scheduled until %s: %s, acknowledged at %s", term.Quote(id), stamp(made), at, stamp(acked)),
-			fmt.Sprintf("a deadline due before then may have fired: see hourglass status %s", term.Quote(id)),
+			fmt.Sprintf("cancellation of %s recorded: %s, acknowledged at %s", term.Quote(id), at, stamp(acked)),
+			fmt.Sprintf("it stops every deadline of %s scheduled until %s and due after %s; one due earlier may have fired. "+
+				"This command does not look for deadlines: hourglass status %s lists them", term.Quote(id), stamp(made), stamp(acked), term.Quote(id)),
 		}
 	}
-	return []string{fmt.Sprintf("cancelled the deadline of %s due %s: %s, acknowledged at %s, %s",
+	return []string{fmt.Sprintf("cancellation of the deadline of %s due %s recorded: %s, acknowledged at %s, %s",
 		term.Quote(id), stamp(due), at, stamp(acked), relative(acked, due))}
 }
 
@@ -118,7 +122,7 @@ func relative(acked, due time.Time) string {
 		if r := d.Round(time.Millisecond); r > 0 {
 			d = r
 		}
-		return d.String() + " before the due time: it does not reach its target"
+		return d.String() + " before the due time: such a deadline does not reach its target"
 	}
 	return (-d).Round(time.Millisecond).String() + " after the due time"
 }
