@@ -16,6 +16,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -173,8 +174,8 @@ func (f *taskFlags) register(fs *cli.FlagSet) {
 }
 
 // task returns the task of the flags of fs for id at now, adding the
-// problems to errs.
-func (f *taskFlags) task(fs *cli.FlagSet, id string, now time.Time, errs *cli.Problems) tiers.Task {
+// problems to errs; prefix is --topic-prefix.
+func (f *taskFlags) task(fs *cli.FlagSet, id, prefix string, now time.Time, errs *cli.Problems) tiers.Task {
 	t := tiers.Task{ID: id, Kind: f.kind, Target: f.target}
 	f.inSet = fs.Source("in") != cli.SourceDefault
 	switch {
@@ -196,6 +197,9 @@ func (f *taskFlags) task(fs *cli.FlagSet, id string, now time.Time, errs *cli.Pr
 	if f.target != "" {
 		if err := tiers.ValidTopic(f.target); err != nil {
 			errs.Add("target", "%v", err)
+		} else if what := ownTopic(prefix, f.target); what != "" {
+			errs.Add("target", "%s is %s of --topic-prefix %s: the router never delivers to it and dead-letters the deadline (target_invalid); name the topic its close is read from (default %s)",
+				f.target, what, prefix, tiers.CancelTopic(prefix))
 		}
 	}
 	if len(f.kind) > 128 || strings.ContainsFunc(f.kind, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
@@ -207,6 +211,23 @@ func (f *taskFlags) task(fs *cli.FlagSet, id string, now time.Time, errs *cli.Pr
 	}
 	t.Payload = p
 	return t
+}
+
+// ownTopic says which of the pipeline's own topics under prefix topic is,
+// the ones the router refuses as a target (a delay topic would loop), or
+// "" for another topic.
+func ownTopic(prefix, topic string) string {
+	switch {
+	case strings.HasPrefix(topic, record.DelayTopicPrefix(prefix)):
+		return "a delay topic"
+	case topic == tiers.DeadLetterTopic(prefix):
+		return "the dead-letter topic"
+	case topic == tiers.OutcomesTopic(prefix):
+		return "the outcomes topic"
+	case topic == tiers.CancellationsTopic(prefix):
+		return "the cancellations topic"
+	}
+	return ""
 }
 
 // readPayload returns the bytes of --payload: the string, or the file

@@ -81,7 +81,7 @@ func parseReschedule(args []string, stderr io.Writer) (*rescheduleArgs, error) {
 	fs.StringVar(&rawFrom, "from", "", "", "only cancel the deadline due at this `time`: RFC 3339 or unix milliseconds (default: every deadline of the task)")
 	fs.StringVar(&a.txnPrefix, "transactional-id-prefix", cli.Env("transactional-id-prefix"), DefaultTransactionalIDPrefix, "`prefix` of the run's transactional id")
 	err := a.parse(fs, args, func(errs *cli.Problems) {
-		a.task = f.task(fs, a.id, now, errs)
+		a.task = f.task(fs, a.id, a.prefix, now, errs)
 		if a.txnPrefix == "" {
 			errs.Add("transactional-id-prefix", "must not be empty")
 		}

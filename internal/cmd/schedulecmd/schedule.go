@@ -38,7 +38,7 @@ func Schedule(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	c.register(fs, "hourglass-schedule")
 	f.register(fs)
-	if err := c.parse(fs, args, func(errs *cli.Problems) { task = f.task(fs, c.id, now, errs) }); err != nil {
+	if err := c.parse(fs, args, func(errs *cli.Problems) { task = f.task(fs, c.id, c.prefix, now, errs) }); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
