@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/term"
@@ -61,8 +62,15 @@ var timelineSeries = []struct {
 
 // Geometry of the charts over time, in SVG units: their width, the
 // heights of the lateness chart and of the failed and retried chart, and
-// the margins around the plot.
+// the margins around the plot (tlLeft the least left one: it grows with
+// the y axis labels, see fitLeft).
 const tlWidth, tlHeight, faHeight, tlLeft, tlRight, tlTop, tlBottom = 900, 320, 220, 70, 40, 16, 44
+
+// labelCharWidth is the width of a character of an axis label (11px
+// system-ui, whose digits are about 6.2 units wide), rounded up so that a
+// label never reaches the edge; labelGap is the space between a label and
+// the plot, and labelEdge the space left of the widest label.
+const labelCharWidth, labelGap, labelEdge = 7, 6, 4
 
 // timelineChart draws p50, p99 and max lateness per bucket over the window
 // on a logarithmic axis (see logScale), so that one spike of minutes does
@@ -83,9 +91,10 @@ func timelineChart(r *Report) string {
 	}
 	bucket := max(r.BucketMs, 1)
 	c := newLatenessChart(r.From, r.To, most)
+	c.fitLeft(c.logTicks())
 
 	fmt.Fprintf(&c.b, `<svg class="chart" id="lateness-chart" role="img" aria-label="lateness over time, logarithmic axis" viewBox="0 0 %d %d" width="%d" height="%d">`, tlWidth, c.height, tlWidth, c.height)
-	c.logAxis()
+	c.axis(c.logTicks())
 	c.xAxis(axisLayout(r.To.Sub(r.From)))
 	c.series(points, bucket)
 	c.peak(points, bucket)
@@ -127,9 +136,11 @@ func failureChart(r *Report) string {
 	yMax, yStep := niceScale(float64(most))
 	bucket := max(r.BucketMs, 1)
 	c := &timeline{from: r.From.UnixMilli(), to: r.To.UnixMilli(), height: faHeight, yMax: yMax}
+	ticks := c.linearTicks(yStep, thousands)
+	c.fitLeft(ticks)
 
 	fmt.Fprintf(&c.b, `<svg class="chart" id="failure-chart" role="img" aria-label="failed and retried attempts over time" viewBox="0 0 %d %d" width="%d" height="%d">`, tlWidth, c.height, tlWidth, c.height)
-	c.linearAxis(yStep, thousands)
+	c.axis(ticks)
 	c.xAxis(axisLayout(r.To.Sub(r.From)))
 	w := math.Max(c.x(r.From.UnixMilli()+bucket)-c.x(r.From.UnixMilli())-2, 2)
 	for _, k := range points {
@@ -147,7 +158,7 @@ func failureChart(r *Report) string {
 		}
 	}
 	for i, s := range failureSeries {
-		lx := tlLeft + 10 + i*80
+		lx := c.plotLeft() + 10 + i*80
 		fmt.Fprintf(&c.b, `<rect x="%d" y="%d" width="12" height="8" fill="%s"/><text x="%d" y="%d">%s</text>`, lx, c.height-17, s.color, lx+16, c.height-10, s.name)
 	}
 	fmt.Fprintf(&c.b, `<text x="%d" y="%d" text-anchor="end">attempts per %s bucket, UTC</text>`, tlWidth-tlRight, c.height-10, html.EscapeString(ms(bucket)))
@@ -174,12 +185,38 @@ type timeline struct {
 	height   int
 	yMax     float64
 	log      bool
+	left     int // the left margin; zero is tlLeft
+}
+
+// tick is a y axis label and the value it stands at.
+type tick struct {
+	v     int64
+	label string
+}
+
+// fitLeft widens the left margin from tlLeft to what the widest label of
+// ticks needs, so that a label of a large value ("10,000,000s") is not cut
+// at the chart's edge. Call it before drawing.
+func (c *timeline) fitLeft(ticks []tick) {
+	c.left = tlLeft
+	for _, t := range ticks {
+		c.left = max(c.left, labelEdge+labelCharWidth*utf8.RuneCountInString(t.label)+labelGap)
+	}
+}
+
+// plotLeft is the x of the plot's left edge.
+func (c *timeline) plotLeft() int {
+	if c.left == 0 {
+		return tlLeft
+	}
+	return c.left
 }
 
 // x is the horizontal position of the time ms (Unix milliseconds).
 func (c *timeline) x(ms int64) float64 {
-	plotW := float64(tlWidth - tlLeft - tlRight)
-	return float64(tlLeft) + plotW*float64(ms-c.from)/float64(c.to-c.from)
+	left := c.plotLeft()
+	plotW := float64(tlWidth - left - tlRight)
+	return float64(left) + plotW*float64(ms-c.from)/float64(c.to-c.from)
 }
 
 // logScale maps v in [0, top] to [0, 1] by log10(1+v): 0 stays at the
@@ -196,20 +233,30 @@ func (c *timeline) y(v int64) float64 {
 	return float64(tlTop) + plotH*(1-min(f, 1))
 }
 
-// linearAxis draws the grid and the y axis labels of a linear chart, one
-// every step, labelled by label.
-func (c *timeline) linearAxis(step float64, label func(int64) string) {
+// linearTicks are the y axis labels of a linear chart, one every step,
+// labelled by label.
+func (c *timeline) linearTicks(step float64, label func(int64) string) []tick {
+	var ticks []tick
 	for v := 0.0; v <= c.yMax+step/2; v += step {
-		c.gridLine(int64(v), label(int64(v)))
+		ticks = append(ticks, tick{int64(v), label(int64(v))})
 	}
+	return ticks
 }
 
-// logAxis draws the grid and the y axis labels of the logarithmic
-// lateness axis: 0 and every power of ten of milliseconds up to yMax.
-func (c *timeline) logAxis() {
-	c.gridLine(0, "0")
+// logTicks are the y axis labels of the logarithmic lateness axis: 0 and
+// every power of ten of milliseconds up to yMax.
+func (c *timeline) logTicks() []tick {
+	ticks := []tick{{0, "0"}}
 	for v := int64(1); float64(v) <= c.yMax; v *= 10 {
-		c.gridLine(v, tickMs(v))
+		ticks = append(ticks, tick{v, tickMs(v)})
+	}
+	return ticks
+}
+
+// axis draws the grid and the y axis labels of ticks.
+func (c *timeline) axis(ticks []tick) {
+	for _, t := range ticks {
+		c.gridLine(t.v, t.label)
 	}
 }
 
@@ -225,8 +272,9 @@ func tickMs(v int64) string {
 // gridLine draws a horizontal grid line at the value v, labelled.
 func (c *timeline) gridLine(v int64, label string) {
 	yy := c.y(v)
-	fmt.Fprintf(&c.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eaeef2"/>`, tlLeft, yy, tlWidth-tlRight, yy)
-	fmt.Fprintf(&c.b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, tlLeft-6, yy+4, html.EscapeString(label))
+	left := c.plotLeft()
+	fmt.Fprintf(&c.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eaeef2"/>`, left, yy, tlWidth-tlRight, yy)
+	fmt.Fprintf(&c.b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, left-labelGap, yy+4, html.EscapeString(label))
 }
 
 // axisLayout is the layout of the x axis labels of a window of span.
@@ -251,7 +299,7 @@ func (c *timeline) xAxis(layout string) {
 		fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0d7de"/>`, xx, c.height-tlBottom, xx, c.height-tlBottom+4)
 		fmt.Fprintf(&c.b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, xx, c.height-tlBottom+16, html.EscapeString(time.UnixMilli(t).UTC().Format(layout)))
 	}
-	fmt.Fprintf(&c.b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8c959f"/>`, tlLeft, c.height-tlBottom, tlWidth-tlRight, c.height-tlBottom)
+	fmt.Fprintf(&c.b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8c959f"/>`, c.plotLeft(), c.height-tlBottom, tlWidth-tlRight, c.height-tlBottom)
 }
 
 // series draws each of timelineSeries: a line through the middle of each
@@ -293,7 +341,7 @@ func (c *timeline) peak(points []Bucket, bucket int64) {
 // legend names the series, the bucket size and the scale.
 func (c *timeline) legend(bucket int64, scale string) {
 	for i, s := range timelineSeries {
-		lx := tlLeft + 10 + i*80
+		lx := c.plotLeft() + 10 + i*80
 		fmt.Fprintf(&c.b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d">%s</text>`, lx, c.height-14, s.color, lx+16, c.height-10, s.name)
 	}
 	fmt.Fprintf(&c.b, `<text x="%d" y="%d" text-anchor="end">%s, bucket %s, UTC</text>`, tlWidth-tlRight, c.height-10, scale, html.EscapeString(ms(bucket)))

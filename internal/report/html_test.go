@@ -256,3 +256,44 @@ func TestHTMLNoWrap(t *testing.T) {
 		}
 	}
 }
+
+var yLabelRE = regexp.MustCompile(`<line x1="(\d+)" y1="[\d.]+" x2="\d+" y2="[\d.]+" stroke="#eaeef2"/><text x="(\d+)" y="[\d.]+" text-anchor="end">([^<]*)</text>`)
+
+// TestHTMLLargeAxisLabels: the y axis labels of large values (a lateness of
+// 50 days, 10,000,000s at the top of the log axis; failures in the
+// hundreds of millions) fit left of the plot: the left margin grows with
+// them instead of cutting them at the chart's edge.
+func TestHTMLLargeAxisLabels(t *testing.T) {
+	r := fixture()
+	r.Timeline[spikeBucket].Max = 50 * 24 * 3600 * 1000
+	r.Timeline[41].Failed = 123_456_789
+	page := renderHTML(t, r)
+	for _, tc := range []struct{ id, widest string }{
+		{"lateness-chart", "10,000,000s"},
+		{"failure-chart", "150,000,000"},
+	} {
+		chart := svg(t, page, tc.id)
+		labels := yLabelRE.FindAllStringSubmatch(chart, -1)
+		if len(labels) < 3 {
+			t.Fatalf("%s: %d y axis labels:\n%s", tc.id, len(labels), chart)
+		}
+		found := false
+		for _, m := range labels {
+			line, _ := strconv.Atoi(m[1])
+			x, _ := strconv.Atoi(m[2])
+			found = found || m[3] == tc.widest
+			// 11px system-ui digits are about 6.2 units wide; commas and
+			// the unit fit in the rounding.
+			if width := 6.2 * float64(len(m[3])); float64(x)-width < 0 || x >= line {
+				t.Errorf("%s: label %q ends at x %d, %.0f units wide, left of the plot at %d: want it inside the chart", tc.id, m[3], x, width, line)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no label %q among %v", tc.id, tc.widest, labels)
+		}
+	}
+	// The usual labels keep the usual margin.
+	if chart := svg(t, renderHTML(t, fixture()), "lateness-chart"); !strings.Contains(chart, `<line x1="70" `) {
+		t.Errorf("lateness chart of the fixture does not start at x 70")
+	}
+}
