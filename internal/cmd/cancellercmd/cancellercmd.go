@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass/hourglass/internal/canceller"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/closer/closerfile"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
 	"github.com/hourglass/hourglass/internal/topics"
@@ -66,6 +67,7 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 			}
 			c.Closers = f
 		}
+		flags.DefaultGroup(fs, &c.Canceller.Group, c.Canceller.Prefix, "canceller")
 		errs.Join(c.check(rawTiers))
 		return errs.Err()
 	})

@@ -46,7 +46,7 @@ func register(fs *cli.FlagSet, k *canceller.Config, rawTiers *string) {
 	fs.StringsVar(&k.Topics, "topics", env("topics"), nil, "target `topics` to consume, comma-separated (default <prefix>cancel)")
 	fs.StringVar(&k.Outcomes, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
 	fs.StringVar(&k.DeadLetter, "dlq-topic", env("dlq-topic"), "", "dead-letter `topic` (default <prefix>dlq)")
-	fs.StringVar(&k.Group, "group", env("group"), canceller.DefaultGroup, "consumer `group`")
+	fs.StringVar(&k.Group, "group", env("group"), "", flags.GroupUsage("canceller"))
 	flags.InstanceID(fs, &k.InstanceID)
 	fs.StringVar(&k.DefaultKind, "default-kind", env("default-kind"), canceller.DefaultKind, "`kind` of tasks without hourglass-kind")
 	fs.DurationVar(&k.CloseTimeout, "close-timeout", env("close-timeout"), canceller.DefaultCloseTimeout, "bound on one close")

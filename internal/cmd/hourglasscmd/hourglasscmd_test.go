@@ -140,11 +140,19 @@ func TestCheckConfig(t *testing.T) {
 		{"router", routercmd.Run, []string{
 			"--check-config", "--brokers", "127.0.0.1:1", "--tiers", "500ms,2s,1s", "--max-delay", "48h",
 			"--partitions", "3", "--log-level", "warn", "--http-addr", "127.0.0.1:0", "--session-timeout", "2s",
-		}, []string{"--tiers=500ms,2s,1s (flag)", "--max-delay=48h0m0s (flag)", "--partitions=3 (flag)", "--target=hourglass.cancel (default)"}},
+		}, []string{"--tiers=500ms,2s,1s (flag)", "--max-delay=48h0m0s (flag)", "--partitions=3 (flag)", "--target=hourglass.cancel (default)",
+			"--group=hourglass-router (default)"}},
 		{"canceller", cancellercmd.Run, []string{
 			"--check-config", "--brokers", "127.0.0.1:1", "--topic-prefix", "shop.", "--log-level", "debug",
 			"--tiers", "1m,5m", "--rate-limit", "250.5", "--max-in-flight", "50",
-		}, []string{"--topic-prefix=shop. (flag)", "--rate-limit=250.5 (flag)", "--max-in-flight=50 (flag)", "--max-attempts=10 (default)"}},
+		}, []string{"--topic-prefix=shop. (flag)", "--rate-limit=250.5 (flag)", "--max-in-flight=50 (flag)", "--max-attempts=10 (default)",
+			"--group=shop-canceller (default)"}},
+		{"router with a prefix", routercmd.Run, []string{
+			"--check-config", "--brokers", "127.0.0.1:1", "--topic-prefix", "nc.", "--tiers", "1m",
+		}, []string{"--group=nc-router (default)"}},
+		{"router with a prefix and a group", routercmd.Run, []string{
+			"--check-config", "--brokers", "127.0.0.1:1", "--topic-prefix", "nc.", "--group", "orders-router", "--tiers", "1m",
+		}, []string{"--group=orders-router (flag)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

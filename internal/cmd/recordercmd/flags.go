@@ -3,6 +3,7 @@ package recordercmd
 import (
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/chflags"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/recorder"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -45,7 +46,7 @@ func sections(fs *cli.FlagSet) {
 func register(fs *cli.FlagSet, k *recorder.Config) {
 	env := cli.Env
 	fs.StringVar(&k.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
-	fs.StringVar(&k.Group, "group", env("group"), recorder.DefaultGroup, "consumer `group`")
+	fs.StringVar(&k.Group, "group", env("group"), "", flags.GroupUsage("recorder"))
 	fs.IntVar(&k.BatchRows, "batch-rows", env("batch-rows"), recorder.DefaultBatchRows, "events per insert at most")
 	fs.DurationVar(&k.FlushInterval, "flush-interval", env("flush-interval"), recorder.DefaultFlushInterval, "longest wait of an event before its batch is inserted")
 	fs.DurationVar(&k.InsertTimeout, "insert-timeout", env("insert-timeout"), recorder.DefaultInsertTimeout, "bound on one insert attempt")

@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/chflags"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/recorder"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
@@ -76,7 +77,10 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	fs.BoolVar(&c.MigrateOnly, "migrate-only", cli.Env("migrate-only"), false, "apply the schema migrations and exit, without Kafka (for a migration Job)")
 	fs.Section("")
 	sections(fs)
-	stop, err := service.Parse(fs, args, stdout, &c.Common, c.check)
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error {
+		flags.DefaultGroup(fs, &k.Group, c.Prefix, "recorder")
+		return c.check()
+	})
 	return &c, stop, err
 }
 

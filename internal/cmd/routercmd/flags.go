@@ -67,7 +67,7 @@ func register(fs *cli.FlagSet, r *router.Config, raw *rawFlags) {
 		"topics a record may name in hourglass-target, comma-separated `patterns` (orders.*, *.cancel); others go to the dead-letter topic (default: --target only)")
 	fs.StringVar(&r.DefaultKind, "default-kind", env("default-kind"), router.DefaultKind,
 		"`kind` of the outcome event of a cancelled deadline without hourglass-kind: the canceller's --default-kind")
-	fs.StringVar(&r.Group, "group", env("group"), router.DefaultGroup, "consumer `group`")
+	fs.StringVar(&r.Group, "group", env("group"), "", flags.GroupUsage("router"))
 	flags.InstanceID(fs, &r.InstanceID)
 	fs.DurationVar(&r.MaxDelay, "max-delay", env("max-delay"), router.DefaultMaxDelay, "records due further ahead go to the dead-letter topic")
 	fs.IntVar(&r.TimerCapacity, "timer-capacity", env("timer-capacity"), router.DefaultTimerCapacity,

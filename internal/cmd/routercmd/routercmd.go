@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/router"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/internal/telemetry"
@@ -48,7 +49,10 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the key that signs the outcome events of cancelled deadlines (the canceller's); default: unsigned")
 	sections(fs)
-	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error { return c.check(raw) })
+	stop, err := service.Parse(fs, args, stdout, &c.Common, func() error {
+		flags.DefaultGroup(fs, &c.Router.Group, c.Router.Prefix, "router")
+		return c.check(raw)
+	})
 	return &c, stop, err
 }
 
