@@ -176,3 +176,64 @@ func TestAnchor(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsReachable checks that README.md links every page of docs/, so
+// that no page (a guide such as migrating.md) is found only by listing the
+// directory.
+func TestDocsReachable(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(pages) < 3 {
+		t.Fatalf("docs pages %v: %v", pages, err)
+	}
+	linked := map[string]bool{}
+	for _, l := range pageLinks(t, filepath.Join(root, "README.md")) {
+		path, _, _ := strings.Cut(l.target, "#")
+		linked[filepath.Clean(filepath.Join(root, filepath.FromSlash(path)))] = true
+	}
+	for _, p := range pages {
+		if !linked[p] {
+			rel, _ := filepath.Rel(root, p)
+			t.Errorf("README.md does not link %s", rel)
+		}
+	}
+}
+
+// scriptRef matches a script of the repository named in a page:
+// scripts/name.sh.
+var scriptRef = regexp.MustCompile(`\bscripts/[a-z0-9_-]+\.sh\b`)
+
+// TestDocScripts checks that every scripts/*.sh that README.md and
+// docs/*.md tell the reader to run exists (docs/outcomes.md's
+// scripts/clickhouse.sh, say).
+func TestDocScripts(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(root, "README.md"))
+	seen := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range scriptRef.FindAllString(string(b), -1) {
+			seen++
+			if _, err := os.Stat(filepath.Join(root, s)); err != nil {
+				rel, _ := filepath.Rel(root, page)
+				t.Errorf("%s names %s, which does not exist", rel, s)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no page names a script; the test is not seeing the repository")
+	}
+}
