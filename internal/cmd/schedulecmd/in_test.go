@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
 // TestInDays: --in takes days, as the README's "7 days" invites, and a
@@ -34,7 +35,7 @@ func TestInDays(t *testing.T) {
 			continue
 		}
 		var errs cli.Problems
-		task := f.task(fs, "order-42", now, &errs)
+		task := f.task(fs, "order-42", tiers.DefaultPrefix, now, &errs)
 		switch err := errs.Err(); {
 		case tc.wantErr != "":
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
