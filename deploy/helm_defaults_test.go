@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,7 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/hourglass/hourglass/internal/cli"
 )
 
 // quantityBytes parses a Kubernetes memory quantity ("512Mi", "1G",
@@ -151,7 +153,8 @@ func TestChartDefaultsFollowServices(t *testing.T) {
 			"HOURGLASS_MAX_IN_FLIGHT", "HOURGLASS_MAX_ATTEMPTS", "HOURGLASS_RETRY_BACKOFF", "HOURGLASS_RETRY_BACKOFF_MAX", "HOURGLASS_MAX_POLL_RECORDS"},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mirrored)) {
-		out, err := execOutput(t, bin, name, "--help")
+		// Wide enough that no default wraps.
+		out, err := execOutputEnv(t, []string{"COLUMNS=1000"}, bin, name, "--help")
 		if err != nil {
 			t.Fatalf("hourglass %s --help: %v\n%s", name, err, out)
 		}
@@ -179,20 +182,34 @@ func TestChartDefaultsFollowServices(t *testing.T) {
 // execOutput runs a command and returns its combined output.
 func execOutput(t *testing.T, name string, args ...string) (string, error) {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), name, args...).CombinedOutput()
+	return execOutputEnv(t, nil, name, args...)
+}
+
+// execOutputEnv is execOutput with env added to the environment.
+func execOutputEnv(t *testing.T, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-// sameSetting compares two renderings of a value: equal text, or equal
-// durations ("8760h" and "8760h0m0s").
+// sameSetting compares two renderings of a value: equal text, equal
+// durations ("8760h" and "365d"), or equal byte counts ("33554432" and
+// "32 MiB").
 func sameSetting(a, b string) bool {
 	if a == b {
 		return true
 	}
-	da, errA := time.ParseDuration(a)
-	db, errB := time.ParseDuration(b)
+	da, errA := cli.ParseDuration(a)
+	db, errB := cli.ParseDuration(b)
 	if errA == nil && errB == nil {
 		return da == db
+	}
+	ba, errA := cli.ParseBytes(a)
+	bb, errB := cli.ParseBytes(strings.ReplaceAll(b, " ", ""))
+	if errA == nil && errB == nil {
+		return ba == bb
 	}
 	fa, errA := strconv.ParseFloat(a, 64)
 	fb, errB := strconv.ParseFloat(b, 64)
