@@ -179,13 +179,8 @@ func TestChartDefaultsFollowServices(t *testing.T) {
 	}
 }
 
-// execOutput runs a command and returns its combined output.
-func execOutput(t *testing.T, name string, args ...string) (string, error) {
-	t.Helper()
-	return execOutputEnv(t, nil, name, args...)
-}
-
-// execOutputEnv is execOutput with env added to the environment.
+// execOutputEnv runs a command with env added to the environment and
+// returns its combined output.
 func execOutputEnv(t *testing.T, env []string, name string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), name, args...)
