@@ -58,6 +58,9 @@ func TestHelpEssentialFirst(t *testing.T) {
 				}
 				at = max(i, at)
 			}
+			if strings.Contains(help, "\nOther flags:\n") {
+				t.Errorf("a flag in no section (Other flags):\n%s", help)
+			}
 			for _, d := range tc.defaults {
 				if !strings.Contains(help, d) {
 					t.Errorf("help lacks %q", d)

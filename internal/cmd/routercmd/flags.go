@@ -97,7 +97,7 @@ func register(fs *cli.FlagSet, r *router.Config, raw *rawFlags) {
 // tiers and the topic prefix among the Essential flags.
 func sections(fs *cli.FlagSet) {
 	fs.Essential(flags.TiersFlag, "topic-prefix")
-	fs.Move(service.SectionTopics, "target", "dlq-topic", "outcomes-topic", "cancellations-topic", "allowed-targets")
+	fs.Move(service.SectionTopics, "target", "default-kind", "dlq-topic", "outcomes-topic", "cancellations-topic", "allowed-targets")
 	fs.Move(service.SectionLimits, "max-delay", "timer-capacity", "timer-bytes", "max-held-per-partition", "max-held-bytes-per-partition",
 		"max-held", "max-held-bytes", "max-in-flight-per-target", "max-key-bytes", "max-header-bytes", "max-headers", "max-value-bytes",
 		"fetch-partition-bytes")
