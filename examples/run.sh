@@ -96,7 +96,7 @@ for name in "${names[@]}"; do
     sleep 0.1
   done
   [ -n "$found" ] || { cat "$log" >&2; fail "$name: no close of $id within ${wait_s}s"; }
-  late=$(sed -n 's/.*, \(-\{0,1\}[0-9]*\) ms after its due time.*/\1/p' <<<"$found")
+  late=$(sed -n 's/.*[:,] \(-\{0,1\}[0-9]*\) ms after its due time.*/\1/p' <<<"$found")
   [[ $late =~ ^-?[0-9]+$ ]] || fail "$name: cannot read the lateness of: $found"
   ((late >= 0 && late <= max_late)) || fail "$name: $id closed $late ms after its due time, want 0 to $max_late: $found"
   st=$(bin/hourglass status "$id" --since 10m --timeout 20s --format json) || fail "$name: hourglass status $id failed"
