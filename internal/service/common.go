@@ -70,7 +70,7 @@ const (
 	SectionTopics        = "Tiers and topics"
 	SectionLimits        = "Limits"
 	SectionTiming        = "Timing"
-	SectionKafka         = "Kafka connection"
+	SectionKafka         = flags.SectionKafka
 	SectionObservability = "Observability"
 	SectionAdvanced      = "Advanced"
 )

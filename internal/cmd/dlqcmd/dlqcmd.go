@@ -151,6 +151,7 @@ func (o *options) register(fs *cli.FlagSet, sub string) {
 		fs.IntVar(&o.limit, "limit", "", 0, "stop after this many matches (0: no limit)")
 	}
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json (one object per line)")
+	fs.Essential("topic-prefix")
 	if sub == "replay" {
 		flags.Tiers(fs, &o.tierList, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`: a dead letter from one of their topics replays there")
 		fs.StringsVar(&o.targets, "topics", cli.Env("topics"), nil, "target `topics` the canceller consumes, comma-separated (default <prefix>cancel): a dead letter from one of them replays there")

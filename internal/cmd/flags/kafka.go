@@ -33,11 +33,16 @@ var kafkaFields = cli.Fields{
 	"SASLOAuthTokenFile":    "sasl-oauth-token-file",
 }
 
+// SectionKafka is the section of --help that holds the connection flags
+// Kafka registers, but for --brokers, which is Essential.
+const SectionKafka = "Kafka connection"
+
 // Kafka registers every field of c as a flag on fs with its HOURGLASS_*
 // environment variable (--brokers and HOURGLASS_BROKERS, --tls-ca-file and
 // HOURGLASS_TLS_CA_FILE, ...), storing the defaults into c: the brokers
 // kafka.DefaultBrokers, the client ID clientID, typically the command's
-// name. CheckKafka applies the file of --kafka-config.
+// name. CheckKafka applies the file of --kafka-config. The flags go into
+// SectionKafka of --help, and --brokers into its Essential section.
 func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
 	env := cli.Env
 	fs.StringVar(&c.PropertiesFile, "kafka-config", env("kafka-config"), "",
@@ -68,6 +73,9 @@ func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
 		"`file` holding the SASL password, e.g. a mounted secret; a trailing newline is trimmed")
 	fs.StringVar(&c.SASLOAuthTokenFile, "sasl-oauth-token-file", env("sasl-oauth-token-file"), "",
 		"`file` holding the OAUTHBEARER token, read again at each authentication so that a token a sidecar refreshes is picked up")
+	fs.Move(SectionKafka, "kafka-config", "client-id", "tls", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-server-name",
+		"tls-insecure-skip-verify", "sasl-mechanism", "sasl-user", "sasl-password", "sasl-password-file", "sasl-oauth-token-file")
+	fs.Essential("brokers")
 }
 
 // CheckKafka applies the file of --kafka-config to c, under the flags and

@@ -76,3 +76,39 @@ func TestHelpEssentialFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpOneOffCommands: the commands run by hand list their Essential
+// flags before the Kafka connection flags, which have a section of their
+// own.
+func TestHelpOneOffCommands(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	for _, tc := range []struct {
+		cmd       []string
+		essential []string
+	}{
+		{[]string{"schedule"}, []string{"brokers", "id", "tiers", "topic-prefix", "in", "at"}},
+		{[]string{"cancel"}, []string{"brokers", "id", "tiers", "topic-prefix"}},
+		{[]string{"status"}, []string{"brokers", "tiers", "topic-prefix", "since"}},
+		{[]string{"topics"}, []string{"brokers", "tiers", "topic-prefix", "partitions", "check"}},
+		{[]string{"dlq", "list"}, []string{"brokers", "topic-prefix"}},
+	} {
+		t.Run(strings.Join(tc.cmd, " "), func(t *testing.T) {
+			_, help, _ := cmdtest.Run(t, hourglasscmd.Run, append(tc.cmd, "--help")...)
+			_, rest, ok := strings.Cut(help, "\nEssential:\n")
+			essential, rest, _ := strings.Cut(rest, "\n\n")
+			var names []string
+			for line := range strings.Lines(essential) {
+				if name, ok := strings.CutPrefix(line, "  --"); ok {
+					name, _, _ = strings.Cut(name, " ")
+					names = append(names, name)
+				}
+			}
+			if !ok || strings.Join(names, " ") != strings.Join(tc.essential, " ") {
+				t.Errorf("Essential section lists %q, want %q:\n%s", names, tc.essential, help)
+			}
+			if !strings.Contains(rest, "\nKafka connection:\n  --kafka-config ") && !strings.HasPrefix(rest, "Kafka connection:\n  --kafka-config ") {
+				t.Errorf("no Kafka connection section after Essential:\n%s", help)
+			}
+		})
+	}
+}

@@ -61,6 +61,7 @@ func (c *common) register(fs *cli.FlagSet, clientID string) {
 	fs.StringVar(&c.prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name (the router's)")
 	flags.Tiers(fs, &c.rawTiers, tiers.DefaultTiers, "delay tiers (the router's), comma-separated `durations`")
 	fs.DurationVar(&c.timeout, "timeout", "", DefaultTimeout, "bound on connecting and producing")
+	fs.Essential("id", flags.TiersFlag, "topic-prefix")
 }
 
 // validate reports every problem with the shared flags.
@@ -171,6 +172,7 @@ func (f *taskFlags) register(fs *cli.FlagSet) {
 	fs.StringVar(&f.kind, "kind", "", "", "task `kind`, which selects the canceller's closer (default: the canceller's, order-timeout)")
 	fs.StringVar(&f.target, "target", "", "", "target `topic` when due (default: the router's --target, <prefix>cancel)")
 	fs.StringVar(&f.payload, "payload", "", "", "the record value: a `string`, or @FILE for a file's bytes")
+	fs.Essential("in", "at")
 }
 
 // task returns the task of the flags of fs for id at now, adding the

@@ -90,6 +90,7 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.DurationVar(&o.since, "since", "", DefaultSince, "read the records of this `duration` up to now")
 	fs.DurationVar(&o.timeout, "timeout", "", DefaultTimeout, "bound on the whole command; what is not read by then is reported as incomplete")
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
+	fs.Essential(flags.TiersFlag, "topic-prefix", "since")
 	fs.BoolVar(&o.allParts, "all-partitions", "", false, "read every partition of each topic, not only the one murmur2 gives the task id (for producers that partition otherwise)")
 	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "also look the task up in ClickHouse's outcomes table (--clickhouse-* flags)")
 	chflags.Register(fs, &o.ch)

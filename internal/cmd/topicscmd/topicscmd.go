@@ -52,6 +52,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&partitions, "partitions", cli.Env("partitions"), topics.DefaultPartitions, "partitions of each topic")
 	fs.IntVar(&replication, "replication-factor", cli.Env("replication-factor"), -1, "replication factor; -1 uses the broker default")
 	fs.BoolVar(&check, "check", "", false, "only check: report missing and different topics, create nothing")
+	fs.Essential(flags.TiersFlag, "topic-prefix", "partitions", "check")
 	if err := service.ParseArgs(fs, args); err != nil {
 		return err
 	}
