@@ -197,7 +197,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	errs := c.checkTopics()
 	group := consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()
-	errs = append(errs, field.Rename(group, groupField))
+	errs = append(errs, field.Rename(group, consumer.ConfigField))
 	errs = append(errs, c.checkTimes()...)
 	bad := func(f, format string, args ...any) { errs = append(errs, field.Errorf(f, format, args...)) }
 	if c.DefaultKind == "" {
@@ -223,15 +223,6 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, field.In("Limits", record.CheckLimits(c.Limits)))
 	return errors.Join(errs...)
-}
-
-// groupField names a field of consumer.Group as the field of Config that
-// sets it.
-func groupField(f string) string {
-	if f == "Name" {
-		return "Group"
-	}
-	return f
 }
 
 // checkTopics checks the tiers and the topic names.

@@ -218,6 +218,16 @@ func LeaveGroup(ctx context.Context, conn []kgo.Opt, group, instanceID string) e
 	return nil
 }
 
+// ConfigField names a field of Group as the field of a service's Config
+// that sets it: Name is its Group, the others keep their names. With
+// field.Rename, a service reports the problems of Check in its own terms.
+func ConfigField(f string) string {
+	if f == "Name" {
+		return "Group"
+	}
+	return f
+}
+
 // Check reports the problems of g's Name, InstanceID and SessionTimeout,
 // each a *field.Error naming the field; the services check their own
 // topics. Like the services' Validate it applies no default: a zero

@@ -261,7 +261,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	errs := c.checkTopics()
 	group := consumer.Group{Name: c.Group, InstanceID: c.InstanceID, SessionTimeout: c.SessionTimeout}.Check()
-	errs = append(errs, field.Rename(group, groupField), field.In("Limits", record.CheckLimits(c.Limits)))
+	errs = append(errs, field.Rename(group, consumer.ConfigField), field.In("Limits", record.CheckLimits(c.Limits)))
 	errs = append(errs, c.checkHeld()...)
 	for _, d := range []struct {
 		field string
@@ -275,15 +275,6 @@ func (c Config) Validate() error {
 		errs = append(errs, field.Errorf("BatchWindow", "%v: want 0 to %v", c.BatchWindow, maxBatchWindow))
 	}
 	return errors.Join(errs...)
-}
-
-// groupField names a field of consumer.Group as the field of Config that
-// sets it.
-func groupField(f string) string {
-	if f == "Name" {
-		return "Group"
-	}
-	return f
 }
 
 // checkTopics checks the tiers, the topic names and the allowed targets.
