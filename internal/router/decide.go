@@ -212,9 +212,7 @@ func (r *Router) maybeResume(p *partition) {
 // MaxHeldPerPartition. Every partition of a poll keeps what it brought, so
 // polls that fit the router-wide limit keep it to about twice MaxHeld.
 func (r *Router) pollLimit() int {
-	waiting := int(r.stats.held.Load() - r.stats.timer.Load())
-	share := max(r.cfg.MaxHeld/max(len(r.parts), 1), 1)
-	return min(max(r.cfg.MaxHeld-waiting, share), r.cfg.MaxHeldPerPartition)
+	return min(max(r.cfg.MaxHeld-r.waiting(), r.share(r.cfg.MaxHeld)), r.cfg.MaxHeldPerPartition)
 }
 
 // heldLimits returns what one partition may hold, in records waiting out
@@ -223,14 +221,19 @@ func (r *Router) pollLimit() int {
 // holds does not grow with the number of partitions (tiers) it reads.
 func (r *Router) heldLimits() (records, bytes int) {
 	records, bytes = r.cfg.MaxHeldPerPartition, r.cfg.MaxHeldBytesPerPartition
-	waiting := int(r.stats.held.Load() - r.stats.timer.Load())
-	if waiting >= r.cfg.MaxHeld || int(r.stats.heldBytes.Load()) >= r.cfg.MaxHeldBytes {
-		parts := max(len(r.parts), 1)
-		records = min(records, max(r.cfg.MaxHeld/parts, 1))
-		bytes = min(bytes, max(r.cfg.MaxHeldBytes/parts, 1))
+	if r.waiting() >= r.cfg.MaxHeld || int(r.stats.heldBytes.Load()) >= r.cfg.MaxHeldBytes {
+		records = min(records, r.share(r.cfg.MaxHeld))
+		bytes = min(bytes, r.share(r.cfg.MaxHeldBytes))
 	}
 	return records, bytes
 }
+
+// waiting returns the records the router holds waiting out their tier (not
+// in the timer).
+func (r *Router) waiting() int { return int(r.stats.held.Load() - r.stats.timer.Load()) }
+
+// share returns a partition's even share of a router-wide limit, at least 1.
+func (r *Router) share(limit int) int { return max(limit/max(len(r.parts), 1), 1) }
 
 // setPaused records whether p is paused; the caller pauses or resumes it in
 // the client.
