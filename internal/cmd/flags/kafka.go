@@ -73,8 +73,9 @@ func Kafka(fs *cli.FlagSet, c *kafka.Config, clientID string) {
 		"`file` holding the SASL password, e.g. a mounted secret; a trailing newline is trimmed")
 	fs.StringVar(&c.SASLOAuthTokenFile, "sasl-oauth-token-file", env("sasl-oauth-token-file"), "",
 		"`file` holding the OAUTHBEARER token, read again at each authentication so that a token a sidecar refreshes is picked up")
-	fs.Move(SectionKafka, "kafka-config", "client-id", "tls", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-server-name",
-		"tls-insecure-skip-verify", "sasl-mechanism", "sasl-user", "sasl-password", "sasl-password-file", "sasl-oauth-token-file")
+	for _, name := range kafkaFields {
+		fs.Move(SectionKafka, name)
+	}
 	fs.Essential("brokers")
 }
 
