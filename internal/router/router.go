@@ -34,9 +34,9 @@ type Router struct {
 
 	tierOf  map[string]time.Duration // delay topic -> tier
 	topicOf map[time.Duration]string // tier -> delay topic
-	others  map[string]time.Duration // delay topics of tiers not configured, read until drained
 
 	// Owned by the loop goroutine.
+	others     map[string]time.Duration // delay topics of tiers not configured, read until drained
 	parts      map[tp]*partition
 	wake       wakeHeap
 	targets    map[string]*target // topics with produces in flight or waiting
@@ -116,7 +116,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		doneSig:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
-	r.pollMax.Store(int64(min(cfg.MaxHeld, cfg.MaxHeldPerPartition)))
+	r.pollMax.Store(int64(r.pollLimit()))
 	r.metrics = newMetrics(o.Registerer, cfg.Tiers, &r.stats, r.clock.Now)
 	store, rd, err := openCancellations(cfg, o, r.metrics.invalidCancellations)
 	if err != nil {
