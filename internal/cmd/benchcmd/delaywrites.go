@@ -64,10 +64,7 @@ func delayWrites(ctx context.Context, seed []kgo.Opt, table tiers.Table) (record
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	names := make([]string, 0, table.Len())
-	for _, d := range table.Durations() {
-		names = append(names, tiers.Topic(tiers.DefaultPrefix, d))
-	}
+	names := table.Topics(tiers.DefaultPrefix)
 	ends, err := adm.ListEndOffsets(ctx, names...)
 	if err == nil {
 		err = ends.Error()
