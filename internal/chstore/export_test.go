@@ -22,3 +22,6 @@ func SetMaxRanges(n int) (restore func()) {
 	maxRanges = n
 	return func() { maxRanges = old }
 }
+
+// Migrations returns the schema's migrations.
+func Migrations() []Migration { return migrations }

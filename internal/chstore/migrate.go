@@ -28,6 +28,9 @@ var Columns = []string{
 	"instance", "topic", "partition", "offset", "inserted_ms", "day", "dedup_version",
 }
 
+// columnList is Columns, quoted and comma-separated, for statements.
+var columnList = "`" + strings.Join(Columns, "`, `") + "`"
+
 // A migration is one schema change. Its statements must be idempotent (IF
 // NOT EXISTS): two processes may apply it at the same time, and a failure
 // between a statement and the record of the version applies it again.
@@ -67,6 +70,58 @@ CREATE TABLE IF NOT EXISTS {db}.outcomes (
 ) ENGINE = ReplacingMergeTree(dedup_version)
 PARTITION BY toYYYYMM(day)
 ORDER BY (topic, ` + "`partition`, `offset`" + `)`}},
+	{2, "deadline index", []string{`
+CREATE TABLE IF NOT EXISTS {db}.deadlines (
+    task_id      String,
+    kind         String,
+    target       String,
+    due_ms       Int64,
+    scheduled_ms Int64,
+    record_ms    Int64,
+    topic        String,
+    ` + "`partition`" + `  Int32,
+    ` + "`offset`" + `     Int64,
+    inserted_ms  Int64,
+    day          Date DEFAULT toDate(toDateTime(intDiv(inserted_ms, 1000), 'UTC'))
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(day)
+ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)`, `
+CREATE TABLE IF NOT EXISTS {db}.cancellations (
+    task_id      String,
+    at_ms        Int64,
+    due_ms       Int64,
+    withdrawn    UInt8,
+    topic        String,
+    ` + "`partition`" + `  Int32,
+    ` + "`offset`" + `     Int64,
+    inserted_ms  Int64,
+    day          Date DEFAULT toDate(toDateTime(intDiv(inserted_ms, 1000), 'UTC'))
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(day)
+ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)`, `
+CREATE TABLE IF NOT EXISTS {db}.dead_letters (
+    task_id      String,
+    reason       String,
+    source       String,
+    dead_ms      Int64,
+    topic        String,
+    ` + "`partition`" + `  Int32,
+    ` + "`offset`" + `     Int64,
+    inserted_ms  Int64,
+    day          Date DEFAULT toDate(toDateTime(intDiv(inserted_ms, 1000), 'UTC'))
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(day)
+ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)`, `
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.outcomes_by_task
+ENGINE = ReplacingMergeTree(dedup_version)
+PARTITION BY toYYYYMM(day)
+ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)
+AS SELECT * FROM {db}.outcomes`,
+		// The outcomes recorded before the view existed. A row inserted
+		// while this runs, or copied again by a migration run twice, is a
+		// copy, and queries count every attempt once.
+		"INSERT INTO {db}.outcomes_by_task (" + columnList + ") SELECT " + columnList + " FROM {db}.outcomes",
+	}},
 }
 
 // Applied is a migration recorded in MigrationsTable.

@@ -42,7 +42,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first migrate: %v", err)
 	}
-	if want := []uint32{1}; !slices.Equal(applied, want) {
+	if want := []uint32{1, 2}; !slices.Equal(applied, want) {
 		t.Errorf("first migrate applied %v, want %v", applied, want)
 	}
 	applied, err = s.Migrate(ctx)
@@ -53,8 +53,13 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recorded) != 1 || recorded[0].Version != chstore.SchemaVersion() || recorded[0].Name != "outcomes table" || !recorded[0].At.Equal(at) {
-		t.Errorf("recorded %+v, want version %d \"outcomes table\" at %v", recorded, chstore.SchemaVersion(), at)
+	names := []string{"outcomes table", "deadline index"}
+	ok := len(recorded) == len(names) && recorded[len(recorded)-1].Version == chstore.SchemaVersion()
+	for i, a := range recorded {
+		ok = ok && i < len(names) && a.Version == uint32(i+1) && a.Name == names[i] && a.At.Equal(at)
+	}
+	if !ok {
+		t.Errorf("recorded %+v, want versions 1 and 2 named %q at %v", recorded, names, at)
 	}
 	var cols []string
 	rows, err := s.Conn().Query(ctx, "SELECT name FROM system.columns WHERE database = '"+cfg.Database+"' AND table = '"+chstore.OutcomesTable+"'")
@@ -94,8 +99,38 @@ func TestMigrateConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recorded) != 1 || recorded[0].Version != 1 {
-		t.Errorf("recorded %+v, want version 1 once", recorded)
+	if len(recorded) != 2 || recorded[0].Version != 1 || recorded[1].Version != 2 {
+		t.Errorf("recorded %+v, want versions 1 and 2 once each", recorded)
+	}
+}
+
+// TestMigrateIndexKeepsOutcomes: outcomes recorded before the deadline
+// index (schema version 1) are found by task after the upgrade, and those
+// recorded after it too.
+func TestMigrateIndexKeepsOutcomes(t *testing.T) {
+	ctx := ctxT(t)
+	s := open(t, chtest.Config(t))
+	if _, err := s.MigrateWith(ctx, chstore.Migrations()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	evs := seed()
+	if err := s.Insert(ctx, evs[:1]); err != nil { // a1, before the upgrade
+		t.Fatal(err)
+	}
+	if applied, err := s.Migrate(ctx); err != nil || !slices.Equal(applied, []uint32{2}) {
+		t.Fatalf("upgrade applied %v, %v; want [2]", applied, err)
+	}
+	if err := s.Insert(ctx, evs[1:2]); err != nil { // a2, after it
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a1", "a2"} {
+		task, err := s.Task(ctx, id, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(task.Attempts) != 1 || task.Attempts[0].TaskID != id {
+			t.Errorf("%s: attempts %+v, want one", id, task.Attempts)
+		}
 	}
 }
 
