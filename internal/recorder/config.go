@@ -56,6 +56,37 @@ type Config struct {
 	// with it by the canceller (outcome.HeaderSignature); others are
 	// counted and skipped. Default none: every event is stored.
 	OutcomesKey []byte
+	// Index, when set, makes the recorder index the deadlines too (see
+	// the package documentation); nil: only outcome events are recorded.
+	Index *Index
+}
+
+// Index is what the recorder indexes, besides the outcome events: every
+// delay topic of Prefix, the cancellations and the dead letters.
+type Index struct {
+	// Prefix selects the delay topics: every topic tiers.TopicPattern
+	// matches, whatever the tiers; default tiers.DefaultPrefix.
+	Prefix string
+	// Cancellations is the cancellations topic; default
+	// tiers.CancellationsTopic(Prefix).
+	Cancellations string
+	// DeadLetters is the dead-letter topic; default
+	// tiers.DeadLetterTopic(Prefix).
+	DeadLetters string
+}
+
+// withDefaults returns x with every empty field set to its default.
+func (x Index) withDefaults() Index {
+	if x.Prefix == "" {
+		x.Prefix = tiers.DefaultPrefix
+	}
+	if x.Cancellations == "" {
+		x.Cancellations = tiers.CancellationsTopic(x.Prefix)
+	}
+	if x.DeadLetters == "" {
+		x.DeadLetters = tiers.DeadLetterTopic(x.Prefix)
+	}
+	return x
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -86,6 +117,10 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = consumer.DefaultSessionTimeout
+	}
+	if c.Index != nil {
+		x := c.Index.withDefaults()
+		c.Index = &x
 	}
 	return c
 }
@@ -119,6 +154,18 @@ func (c Config) Validate() error {
 	} {
 		if d.v <= 0 {
 			bad(d.field, "%v: must be positive", d.v)
+		}
+	}
+	if x := c.Index; x != nil {
+		for _, t := range []struct{ field, name string }{
+			{"Index.Cancellations", x.Cancellations}, {"Index.DeadLetters", x.DeadLetters},
+		} {
+			if err := tiers.ValidTopic(t.name); err != nil {
+				bad(t.field, "%v", err)
+			}
+		}
+		if x.Prefix == "" {
+			bad("Index.Prefix", "must not be empty")
 		}
 	}
 	if c.RetryMin > 0 && c.RetryMax > 0 && c.RetryMax < c.RetryMin {

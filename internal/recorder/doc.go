@@ -4,6 +4,21 @@
 // delays a close: the canceller only produces events to Kafka, which keeps
 // them until the recorder has inserted them.
 //
+// # The deadline index
+//
+// With Config.Index the recorder also indexes what is coming: the same
+// group consumes every delay topic of the prefix (tiers.TopicPattern, so a
+// tier added later is indexed as it is created), the cancellations topic
+// and the dead-letter topic, and inserts a row per scheduled deadline, per
+// cancellation and per dead letter into chstore's index tables, in the
+// batches of the outcome events and committed with them. A deadline's row
+// is its first record: records of a hop (hourglass-hops above 0) and of a
+// canceller's retry (hourglass-attempt above 1) add none, nor do records
+// that break the contract, which the router dead-letters. The index is
+// read by `hourglass status` and the forecast of due load. A ClickHouse
+// outage delays the index as it delays the outcomes, never a deadline: the
+// router and the canceller do not wait for the recorder.
+//
 // # Batches and commits
 //
 // The recorder consumes the topic as a consumer group (default
@@ -62,8 +77,14 @@
 //     insert succeeded, unix seconds (alert on time() minus it);
 //   - hourglass_recorder_malformed_events_total: records skipped as not an
 //     outcome event;
-//   - hourglass_recorder_buffered_rows: events read and waiting for their
-//     insert.
+//   - hourglass_recorder_buffered_rows: events and index rows read and
+//     waiting for their insert;
+//   - hourglass_recorder_index_rows_inserted_total{table}: rows of the
+//     deadline index inserted, by table (deadlines, cancellations,
+//     dead_letters);
+//   - hourglass_recorder_index_skipped_total{reason}: records of indexed
+//     topics without a row of their own: hop, retry, invalid,
+//     key_too_long.
 //
 // The recorder command adds hourglass_consumer_lag_records{group="hourglass-recorder"}
 // (the outcomes topic's end offsets minus the committed ones, per

@@ -18,6 +18,9 @@ type metrics struct {
 	malformed  prometheus.Counter
 	rejected   prometheus.Counter
 	buffered   prometheus.Gauge
+
+	indexed      *prometheus.CounterVec // by table
+	indexSkipped *prometheus.CounterVec // by reason
 }
 
 // BatchRowsBuckets are the buckets of hourglass_recorder_batch_rows.
@@ -45,6 +48,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rejected_events_total",
 		Help: "Outcome events skipped because their signature is missing or wrong (only with --outcomes-key-file)."})
-	reg.MustRegister(m.rows, m.errors, m.batches, m.batchRows, m.duration, m.lastInsert, m.malformed, m.rejected, m.buffered)
+	m.indexed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "index_rows_inserted_total",
+		Help: "Rows of the deadline index inserted into ClickHouse, by table (a replayed row counts again)."}, []string{"table"})
+	m.indexSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "index_skipped_total",
+		Help: "Records of indexed topics that have no row of their own, by reason: hop, retry, invalid, key_too_long."}, []string{"reason"})
+	for _, t := range indexTables {
+		m.indexed.WithLabelValues(t)
+	}
+	for _, why := range []string{skipHop, skipRetry, skipInvalid, skipLongKey} {
+		m.indexSkipped.WithLabelValues(why)
+	}
+	reg.MustRegister(m.rows, m.errors, m.batches, m.batchRows, m.duration, m.lastInsert, m.malformed, m.rejected, m.buffered,
+		m.indexed, m.indexSkipped)
 	return m
 }

@@ -34,9 +34,10 @@ type Recorder struct {
 
 	// The batch; only Run's goroutine touches it.
 	events  []outcome.Event
-	records int             // records in the batch, malformed ones included
-	marks   []consumer.Mark // the batch's records and skipped batches, finished once inserted
-	timer   clock.Timer     // fires FlushInterval after the batch's first record
+	index   chstore.IndexRows // with Config.Index
+	records int               // records in the batch, malformed ones included
+	marks   []consumer.Mark   // the batch's records and skipped batches, finished once inserted
+	timer   clock.Timer       // fires FlushInterval after the batch's first record
 }
 
 // Options are the collaborators of a Recorder.
@@ -95,8 +96,13 @@ func New(cfg Config, o Options) (*Recorder, error) {
 	if len(o.Hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(o.Hooks...))
 	}
+	group := consumer.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout}
+	if x := cfg.Index; x != nil {
+		group.Topics = append(group.Topics, x.Cancellations, x.DeadLetters)
+		group.TopicsMatching = tiers.TopicPattern(x.Prefix)
+	}
 	member, err := consumer.New(consumer.Config{
-		Group: consumer.Group{Name: cfg.Group, Topics: []string{cfg.Topic}, SessionTimeout: cfg.SessionTimeout},
+		Group: group,
 		Kafka: o.Kafka, Opts: opts, CommitTimeout: cfg.InsertTimeout, Clock: r.clock, Logger: r.log, Registerer: o.Registerer,
 	})
 	if err != nil {
@@ -195,6 +201,13 @@ func (r *Recorder) add(rec *kgo.Record) {
 	}
 	r.records++
 	r.marks = append(r.marks, mark)
+	if rec.Topic != r.cfg.Topic {
+		if why := r.addIndexed(rec); why != "" {
+			r.metrics.indexSkipped.WithLabelValues(why).Inc()
+		}
+		r.metrics.buffered.Set(float64(len(r.events) + r.index.Len()))
+		return
+	}
 	if len(r.cfg.OutcomesKey) > 0 {
 		sig, _ := tiers.Header(rec.Headers, outcome.HeaderSignature)
 		if !outcome.Verify(r.cfg.OutcomesKey, rec.Value, sig) {
@@ -213,7 +226,7 @@ func (r *Recorder) add(rec *kgo.Record) {
 		return
 	}
 	r.events = append(r.events, ev)
-	r.metrics.buffered.Set(float64(len(r.events)))
+	r.metrics.buffered.Set(float64(len(r.events) + r.index.Len()))
 }
 
 // skip counts a batch the client refused to decompress, or malformed: not
@@ -237,7 +250,7 @@ func (r *Recorder) flush(ctx context.Context) error {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	if err := r.insert(ctx, r.events); err != nil {
+	if err := r.insert(ctx); err != nil {
 		return err
 	}
 	// The commit goes on if ctx ends now: the batch is inserted. A failed
@@ -249,35 +262,46 @@ func (r *Recorder) flush(ctx context.Context) error {
 	}
 	r.stats.flushed.Add(int64(r.records))
 	r.events, r.records, r.marks = r.events[:0], 0, r.marks[:0]
+	r.index.Reset()
 	r.metrics.buffered.Set(0)
 	r.cl.AllowRebalance()
 	return nil
 }
 
-// insert inserts events, retrying with capped exponential backoff until it
-// succeeds or ctx is done. Fetching waits meanwhile: nothing more is read
-// while ClickHouse is down.
-func (r *Recorder) insert(ctx context.Context, events []outcome.Event) error {
-	if len(events) == 0 {
+// insert inserts the batch's events, then its index rows, retrying with
+// capped exponential backoff until both succeed or ctx is done. Fetching
+// waits meanwhile: nothing more is read while ClickHouse is down.
+func (r *Recorder) insert(ctx context.Context) error {
+	if len(r.events) == 0 && r.index.Len() == 0 {
 		return nil
 	}
+	eventsIn := len(r.events) == 0 // the index rows may fail after the events went in
 	backoff := r.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		ictx, cancel := context.WithTimeout(ctx, r.cfg.InsertTimeout)
 		start := r.clock.Now()
-		err := r.store.Insert(ictx, events)
+		var err error
+		if !eventsIn {
+			if err = r.store.Insert(ictx, r.events); err == nil {
+				eventsIn = true
+				r.metrics.rows.Add(float64(len(r.events)))
+				r.stats.inserted.Add(int64(len(r.events)))
+			}
+		}
+		if err == nil {
+			err = r.store.InsertIndex(ictx, &r.index)
+		}
 		cancel()
 		if err == nil {
 			now := r.clock.Now()
 			r.metrics.duration.Observe(now.Sub(start).Seconds())
-			r.metrics.rows.Add(float64(len(events)))
 			r.metrics.batches.Inc()
-			r.metrics.batchRows.Observe(float64(len(events)))
+			r.metrics.batchRows.Observe(float64(len(r.events) + r.index.Len()))
 			r.metrics.lastInsert.Set(float64(now.UnixMilli()) / 1000)
-			r.stats.inserted.Add(int64(len(events)))
+			r.countIndexed()
 			r.stats.batches.Add(1)
 			if attempt > 1 {
-				r.log.Info("insert succeeded after failures", "rows", len(events), "attempts", attempt)
+				r.log.Info("insert succeeded after failures", "rows", len(r.events)+r.index.Len(), "attempts", attempt)
 			}
 			return nil
 		}
@@ -286,7 +310,7 @@ func (r *Recorder) insert(ctx context.Context, events []outcome.Event) error {
 		}
 		r.metrics.errors.Inc()
 		r.stats.insertErrors.Add(1)
-		r.log.Warn("insert failed; retrying", "rows", len(events), "attempt", attempt, "retry_in", backoff, "err", err)
+		r.log.Warn("insert failed; retrying", "rows", len(r.events)+r.index.Len(), "attempt", attempt, "retry_in", backoff, "err", err)
 		t := r.clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -298,14 +322,23 @@ func (r *Recorder) insert(ctx context.Context, events []outcome.Event) error {
 	}
 }
 
+// countIndexed counts the batch's index rows, inserted.
+func (r *Recorder) countIndexed() {
+	for i, n := range []int{len(r.index.Deadlines), len(r.index.Cancels), len(r.index.DeadLetters)} {
+		r.metrics.indexed.WithLabelValues(indexTables[i]).Add(float64(n))
+		r.stats.indexed.Add(int64(n))
+	}
+}
+
 type stats struct {
-	inserted, batches, flushed, malformed, rejected, insertErrors atomic.Int64
+	inserted, indexed, batches, flushed, malformed, rejected, insertErrors atomic.Int64
 }
 
 // Stats are the recorder's counters since it started.
 type Stats struct {
-	// Inserted counts events inserted; Batches the inserts.
-	Inserted, Batches int64
+	// Inserted counts events inserted; Indexed the index rows inserted;
+	// Batches the batches inserted.
+	Inserted, Indexed, Batches int64
 	// Flushed counts the records of inserted batches, malformed ones
 	// included, whose offsets were committed (or, if the commit failed,
 	// are read again).
@@ -321,7 +354,7 @@ type Stats struct {
 // Stats returns the counters.
 func (r *Recorder) Stats() Stats {
 	return Stats{
-		Inserted: r.stats.inserted.Load(), Batches: r.stats.batches.Load(), Flushed: r.stats.flushed.Load(),
+		Inserted: r.stats.inserted.Load(), Indexed: r.stats.indexed.Load(), Batches: r.stats.batches.Load(), Flushed: r.stats.flushed.Load(),
 		Malformed: r.stats.malformed.Load(), Rejected: r.stats.rejected.Load(), InsertErrors: r.stats.insertErrors.Load(),
 	}
 }
