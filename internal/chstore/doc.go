@@ -23,6 +23,18 @@
 //     instance, topic, partition, offset) plus inserted_ms (when the
 //     recorder inserted it), day (the UTC date of closed_ms, which partitions
 //     the table by month) and dedup_version (see below);
+//   - outcomes_by_task: the same rows ordered by task id, for lookups of
+//     one task; the recorder inserts every event into both tables (a
+//     table, not a materialized view: one over outcomes doubled the
+//     inserts after a restart of an 18.16 server);
+//   - deadlines, cancellations and dead_letters, the deadline index: one
+//     row per scheduled deadline (its first record in a delay topic), per
+//     record of the cancellations topic and per dead letter, each keyed by
+//     (task_id, topic, partition, offset) and partitioned by the month it
+//     was inserted (ReplacingMergeTree: a row inserted twice is one
+//     record, and queries group by record whatever the merges did).
+//     Store.Task reads what they hold of one task in a few granules of
+//     each; Store.Forecast counts the open deadlines due per minute;
 //   - hourglass_schema_migrations: version, name and applied_at of every
 //     applied migration.
 //
@@ -33,7 +45,9 @@
 // read once.
 //
 // ClickHouse has no row TTL before 19.6: drop old months with
-// ALTER TABLE hourglass.outcomes DROP PARTITION 202405.
+// ALTER TABLE hourglass.outcomes DROP PARTITION 202405 (and the same of
+// outcomes_by_task; the index tables' months are those of insertion, so
+// keep the months of the longest delay).
 //
 // # Duplicates
 //

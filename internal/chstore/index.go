@@ -244,12 +244,14 @@ func (s *Store) Forecast(ctx context.Context, from, to time.Time) ([]Due, error)
 			ended = append(ended, quote(string(o)))
 		}
 	}
-	// A deadline is the first row of its record; its cancellation is the
-	// task's newest record of the compacted topic (one partition per key).
+	// A deadline is a task's due time, however many records scheduled it
+	// (a producer's retry, a replayed dead letter): the newest of them
+	// stands against a cancellation. The task's cancellation is its newest
+	// record of the compacted topic (one partition per key).
 	q := fmt.Sprintf(`SELECT intDiv(due, 60000) * 60000 AS minute, kind, target, toInt64(count())
 FROM (
-    SELECT task_id, any(kind) AS kind, any(target) AS target, any(due_ms) AS due, any(scheduled_ms) AS scheduled
-    FROM %[1]s WHERE %[2]s GROUP BY task_id, topic, `+"`partition`, `offset`"+`
+    SELECT task_id, due_ms AS due, any(kind) AS kind, any(target) AS target, max(scheduled_ms) AS scheduled
+    FROM %[1]s WHERE %[2]s GROUP BY task_id, due_ms
 ) ANY LEFT JOIN (
     SELECT task_id, argMax(at_ms, `+"`offset`"+`) AS c_at, argMax(due_ms, `+"`offset`"+`) AS c_due, argMax(withdrawn, `+"`offset`"+`) AS c_withdrawn
     FROM %[3]s WHERE %[4]s GROUP BY task_id

@@ -112,14 +112,14 @@ CREATE TABLE IF NOT EXISTS {db}.dead_letters (
 ) ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(day)
 ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)`, `
-CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.outcomes_by_task
+CREATE TABLE IF NOT EXISTS {db}.outcomes_by_task AS {db}.outcomes
 ENGINE = ReplacingMergeTree(dedup_version)
 PARTITION BY toYYYYMM(day)
-ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)
-AS SELECT * FROM {db}.outcomes`,
-		// The outcomes recorded before the view existed. A row inserted
-		// while this runs, or copied again by a migration run twice, is a
-		// copy, and queries count every attempt once.
+ORDER BY (task_id, topic, ` + "`partition`, `offset`" + `)`,
+		// The outcomes recorded before the table existed. A row the
+		// recorder inserts while this runs, or copied again by a
+		// migration run twice, is a copy, and queries count every attempt
+		// once.
 		"INSERT INTO {db}.outcomes_by_task (" + columnList + ") SELECT " + columnList + " FROM {db}.outcomes",
 	}},
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -128,33 +127,23 @@ var insertColumns = Columns[:len(Columns)-2]
 // its columns). Inserting an event again is harmless: queries count each
 // (topic, partition, offset) once.
 func (s *Store) Insert(ctx context.Context, events []outcome.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	quoted := make([]string, len(insertColumns))
-	for i, c := range insertColumns {
-		quoted[i] = "`" + c + "`"
-	}
-	q := "INSERT INTO " + s.table(OutcomesTable) + " (" + strings.Join(quoted, ", ") + ")"
-	b, err := s.conn.PrepareBatch(ctx, q)
-	if err != nil {
-		return fmt.Errorf("insert %d rows into %s: prepare: %w", len(events), s.table(OutcomesTable), err)
-	}
+	return s.insertEvents(ctx, OutcomesTable, events)
+}
+
+// InsertByTask inserts events into OutcomesByTaskTable, the copy of
+// OutcomesTable ordered by task id that lookups of one task read. The
+// recorder inserts every event into both tables.
+func (s *Store) InsertByTask(ctx context.Context, events []outcome.Event) error {
+	return s.insertEvents(ctx, OutcomesByTaskTable, events)
+}
+
+func (s *Store) insertEvents(ctx context.Context, table string, events []outcome.Event) error {
 	now := s.clock.Now().UnixMilli()
-	for i := range events {
-		e := &events[i]
-		err := b.Append(e.TaskID, e.Kind, string(e.Outcome), e.Detail, e.Error, int32(e.Attempt), int32(e.Hops), e.Path,
+	return insertRows(ctx, s, table, events, insertColumns, func(e *outcome.Event) []any {
+		return []any{e.TaskID, e.Kind, string(e.Outcome), e.Detail, e.Error, int32(e.Attempt), int32(e.Hops), e.Path,
 			e.ScheduledMs, e.DueMs, e.DeadlineMs, e.ForwardedMs, e.ClosedMs, e.LatenessMs,
-			e.Instance, e.Topic, e.Partition, e.Offset, now)
-		if err != nil {
-			_ = b.Abort() // the error to report is Append's
-			return fmt.Errorf("insert %d rows into %s: row %d (%s[%d]@%d): %w", len(events), s.table(OutcomesTable), i, e.Topic, e.Partition, e.Offset, err)
-		}
-	}
-	if err := b.Send(); err != nil {
-		return fmt.Errorf("insert %d rows into %s: %w", len(events), s.table(OutcomesTable), err)
-	}
-	return nil
+			e.Instance, e.Topic, e.Partition, e.Offset, now}
+	})
 }
 
 // refusedCodes are ClickHouse error codes that retrying does not cure: the

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
 )
 
@@ -12,9 +14,7 @@ import (
 func TestTaskAttempts(t *testing.T) {
 	ctx := ctxT(t)
 	s := chtest.Open(t)
-	if err := s.Insert(ctx, seed()); err != nil {
-		t.Fatal(err)
-	}
+	record(t, s, seed())
 	tests := []struct {
 		id    string
 		from  time.Time
@@ -44,5 +44,17 @@ func TestTaskAttempts(t *testing.T) {
 				t.Errorf("%s attempt %d: %s %s with %d rows, want %s with %d", tt.id, i, a.TaskID, a.Outcome, a.Copies, tt.want[i], tt.dups[i])
 			}
 		}
+	}
+}
+
+// record inserts events into both outcome tables, as the recorder does.
+func record(t *testing.T, s *chstore.Store, events []outcome.Event) {
+	t.Helper()
+	ctx := ctxT(t)
+	if err := s.Insert(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertByTask(ctx, events); err != nil {
+		t.Fatal(err)
 	}
 }

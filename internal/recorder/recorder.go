@@ -35,6 +35,7 @@ type Recorder struct {
 	// The batch; only Run's goroutine touches it.
 	events  []outcome.Event
 	index   chstore.IndexRows // with Config.Index
+	steps   int               // steps of insert done for the batch: a retry goes on from there
 	records int               // records in the batch, malformed ones included
 	marks   []consumer.Mark   // the batch's records and skipped batches, finished once inserted
 	timer   clock.Timer       // fires FlushInterval after the batch's first record
@@ -263,45 +264,50 @@ func (r *Recorder) flush(ctx context.Context) error {
 	r.stats.flushed.Add(int64(r.records))
 	r.events, r.records, r.marks = r.events[:0], 0, r.marks[:0]
 	r.index.Reset()
+	r.steps = 0
 	r.metrics.buffered.Set(0)
 	r.cl.AllowRebalance()
 	return nil
 }
 
-// insert inserts the batch's events, then its index rows, retrying with
-// capped exponential backoff until both succeed or ctx is done. Fetching
-// waits meanwhile: nothing more is read while ClickHouse is down.
+// insert inserts the batch's events into both outcome tables, then its
+// index rows, retrying with capped exponential backoff until every step
+// succeeded or ctx is done; a step that succeeded is not repeated, even
+// by the flush of a stop.
+// Fetching waits meanwhile: nothing more is read while ClickHouse is down.
 func (r *Recorder) insert(ctx context.Context) error {
 	if len(r.events) == 0 && r.index.Len() == 0 {
 		return nil
 	}
-	eventsIn := len(r.events) == 0 // the index rows may fail after the events went in
+	steps := []func(context.Context) error{
+		func(ctx context.Context) error { return r.store.Insert(ctx, r.events) },
+		func(ctx context.Context) error { return r.store.InsertByTask(ctx, r.events) },
+		func(ctx context.Context) error { return r.store.InsertIndex(ctx, &r.index) },
+	}
+	rows := len(r.events) + r.index.Len()
 	backoff := r.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		ictx, cancel := context.WithTimeout(ctx, r.cfg.InsertTimeout)
 		start := r.clock.Now()
 		var err error
-		if !eventsIn {
-			if err = r.store.Insert(ictx, r.events); err == nil {
-				eventsIn = true
-				r.metrics.rows.Add(float64(len(r.events)))
-				r.stats.inserted.Add(int64(len(r.events)))
+		for r.steps < len(steps) && err == nil {
+			if err = steps[r.steps](ictx); err == nil {
+				r.steps++
 			}
-		}
-		if err == nil {
-			err = r.store.InsertIndex(ictx, &r.index)
 		}
 		cancel()
 		if err == nil {
 			now := r.clock.Now()
 			r.metrics.duration.Observe(now.Sub(start).Seconds())
+			r.metrics.rows.Add(float64(len(r.events)))
 			r.metrics.batches.Inc()
-			r.metrics.batchRows.Observe(float64(len(r.events) + r.index.Len()))
+			r.metrics.batchRows.Observe(float64(rows))
 			r.metrics.lastInsert.Set(float64(now.UnixMilli()) / 1000)
 			r.countIndexed()
+			r.stats.inserted.Add(int64(len(r.events)))
 			r.stats.batches.Add(1)
 			if attempt > 1 {
-				r.log.Info("insert succeeded after failures", "rows", len(r.events)+r.index.Len(), "attempts", attempt)
+				r.log.Info("insert succeeded after failures", "rows", rows, "attempts", attempt)
 			}
 			return nil
 		}
@@ -310,7 +316,7 @@ func (r *Recorder) insert(ctx context.Context) error {
 		}
 		r.metrics.errors.Inc()
 		r.stats.insertErrors.Add(1)
-		r.log.Warn("insert failed; retrying", "rows", len(r.events)+r.index.Len(), "attempt", attempt, "retry_in", backoff, "err", err)
+		r.log.Warn("insert failed; retrying", "rows", rows, "attempt", attempt, "retry_in", backoff, "err", err)
 		t := r.clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

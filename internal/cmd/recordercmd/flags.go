@@ -1,6 +1,8 @@
 package recordercmd
 
 import (
+	"cmp"
+
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/chflags"
 	"github.com/hourglass/hourglass/internal/cmd/flags"
@@ -11,16 +13,19 @@ import (
 
 // recorderFields are the flags of recorder.Config's fields.
 var recorderFields = cli.Fields{
-	"Topic":           "outcomes-topic",
-	"Group":           "group",
-	"BatchRows":       "batch-rows",
-	"FlushInterval":   "flush-interval",
-	"InsertTimeout":   "insert-timeout",
-	"RetryMin":        "retry-min",
-	"RetryMax":        "retry-max",
-	"ShutdownTimeout": "shutdown-timeout",
-	"SessionTimeout":  "session-timeout",
-	"OutcomesKey":     "outcomes-key-file",
+	"Topic":               "outcomes-topic",
+	"Group":               "group",
+	"BatchRows":           "batch-rows",
+	"FlushInterval":       "flush-interval",
+	"InsertTimeout":       "insert-timeout",
+	"RetryMin":            "retry-min",
+	"RetryMax":            "retry-max",
+	"ShutdownTimeout":     "shutdown-timeout",
+	"SessionTimeout":      "session-timeout",
+	"OutcomesKey":         "outcomes-key-file",
+	"Index.Prefix":        "topic-prefix",
+	"Index.Cancellations": "cancellations-topic",
+	"Index.DeadLetters":   "dlq-topic",
 }
 
 // sectionClickHouse is the section of the recorder's help with the
@@ -31,7 +36,8 @@ const sectionClickHouse = "ClickHouse"
 // ClickHouse address among the Essential flags.
 func sections(fs *cli.FlagSet) {
 	fs.Essential("clickhouse-addr", "topic-prefix")
-	fs.Move(service.SectionTopics, "outcomes-topic")
+	fs.Essential("index")
+	fs.Move(service.SectionTopics, "outcomes-topic", "cancellations-topic", "dlq-topic")
 	fs.Move(service.SectionLimits, "batch-rows")
 	fs.Move(service.SectionTiming, "flush-interval", "insert-timeout", "retry-min", "retry-max", "shutdown-timeout")
 	fs.Move(service.SectionKafka, "group")
@@ -64,6 +70,14 @@ func (c *Config) check() error {
 		k.Topic = tiers.OutcomesTopic(c.Prefix)
 	}
 	k.SessionTimeout = c.SessionTimeout
+	k.Index = nil
+	if c.Index {
+		x := c.IndexTopics
+		x.Prefix = c.Prefix
+		x.Cancellations = cmp.Or(x.Cancellations, tiers.CancellationsTopic(c.Prefix))
+		x.DeadLetters = cmp.Or(x.DeadLetters, tiers.DeadLetterTopic(c.Prefix))
+		k.Index = &x
+	}
 	var errs cli.Problems
 	errs.Join(recorderFields.Flags(k.Validate(), nil))
 	key, err := service.ReadKey(c.OutcomesKeyFile)

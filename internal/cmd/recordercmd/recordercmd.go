@@ -22,7 +22,8 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-const recorderUsage = `hourglass recorder loads outcome events into ClickHouse.
+const recorderUsage = `hourglass recorder loads outcome events into ClickHouse, and indexes every
+deadline.
 
 It consumes the outcomes topic as a consumer group, inserts the events in
 batches (at --batch-rows events, or --flush-interval after a batch's first
@@ -31,6 +32,12 @@ only after its insert. While ClickHouse is down it retries the insert with
 backoff, reads nothing more and commits nothing; when ClickHouse is back it
 catches up. Events recorded twice (after a crash of the canceller or of the
 recorder) count once in every query.
+
+With --index (the default) the same consumer group reads every delay topic
+of --topic-prefix, the cancellations topic and the dead-letter topic, and
+inserts a row per scheduled deadline (its first record: hops and retries add
+none), per cancellation and per dead letter: the deadline index that
+hourglass status reads in milliseconds and the forecast of due load counts.
 
 The recorder is its own process, not part of the canceller, so that a
 ClickHouse outage or a slow insert never delays a close: the canceller only
@@ -58,6 +65,11 @@ type Config struct {
 	// OutcomesKeyFile holds the canceller's signing key
 	// (--outcomes-key-file); empty: every event is stored.
 	OutcomesKeyFile string
+	// Index indexes the deadlines (--index), into Recorder.Index.
+	Index bool
+	// IndexTopics are the cancellations and dead-letter topics of the
+	// index (--cancellations-topic, --dlq-topic).
+	IndexTopics recorder.Index
 }
 
 func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
@@ -69,6 +81,10 @@ func parse(args []string, stdout, stderr io.Writer) (*Config, bool, error) {
 	k := &c.Recorder
 	fs.StringVar(&c.Prefix, "topic-prefix", cli.Env("topic-prefix"), tiers.DefaultPrefix, "`prefix` of every topic name")
 	register(fs, k)
+	fs.BoolVar(&c.Index, "index", cli.Env("index"), true,
+		"index every deadline, cancellation and dead letter of --topic-prefix, for hourglass status and the forecast")
+	fs.StringVar(&c.IndexTopics.Cancellations, "cancellations-topic", cli.Env("cancellations-topic"), "", "compacted `topic` of cancellations, indexed (default <prefix>cancellations)")
+	fs.StringVar(&c.IndexTopics.DeadLetters, "dlq-topic", cli.Env("dlq-topic"), "", "dead-letter `topic`, indexed (default <prefix>dlq)")
 	fs.StringVar(&c.OutcomesKeyFile, "outcomes-key-file", cli.Env("outcomes-key-file"), "",
 		"`file` holding the canceller's outcome signing key: events without a valid signature are skipped (default: every event is stored)")
 	fs.Section(sectionClickHouse)
@@ -125,7 +141,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		running.Store(rec)
-		log.Info("recorder starting", "topic", k.Topic, "group", k.Group, "clickhouse", c.ClickHouse.String(), "batch_rows", k.BatchRows, "flush_interval", k.FlushInterval)
+		log.Info("recorder starting", "topic", k.Topic, "group", k.Group, "index", k.Index != nil, "clickhouse", c.ClickHouse.String(), "batch_rows", k.BatchRows, "flush_interval", k.FlushInterval)
 		lagCtx, stopLag := context.WithCancel(gctx)
 		lagDone := make(chan struct{})
 		go func() { defer close(lagDone); tel.WatchLag(lagCtx, rec.Client(), k.Group, c.LagInterval, log) }()
