@@ -58,7 +58,10 @@ type DeadLetter struct {
 	Reason string // hourglass-dlq-reason
 	Source string // hourglass-dlq-source: "topic[partition]@offset"
 	DeadMs int64  // hourglass-dlq-time
-	Topic  string
+	// DeadlineMs is the dead record's deadline: hourglass-deadline, or
+	// hourglass-due without it; 0 when it has neither, readable.
+	DeadlineMs int64
+	Topic      string
 	// Partition and Offset locate the dead letter in Topic.
 	Partition int32
 	Offset    int64
@@ -105,9 +108,9 @@ func (s *Store) InsertIndex(ctx context.Context, rows *IndexRows) error {
 		return err
 	}
 	return insertRows(ctx, s, DeadLettersTable, rows.DeadLetters,
-		[]string{"task_id", "reason", "source", "dead_ms", "topic", "partition", "offset", "inserted_ms"},
+		[]string{"task_id", "reason", "source", "dead_ms", "deadline_ms", "topic", "partition", "offset", "inserted_ms"},
 		func(d *DeadLetter) []any {
-			return []any{d.TaskID, d.Reason, d.Source, d.DeadMs, d.Topic, d.Partition, d.Offset, now}
+			return []any{d.TaskID, d.Reason, d.Source, d.DeadMs, d.DeadlineMs, d.Topic, d.Partition, d.Offset, now}
 		})
 }
 
@@ -182,12 +185,12 @@ func (s *Store) Task(ctx context.Context, id string, limit int) (*TaskIndex, err
 	if err != nil {
 		return nil, err
 	}
-	q = fmt.Sprintf("SELECT any(reason), any(source), any(dead_ms) AS dead, topic, `partition`, `offset`"+
+	q = fmt.Sprintf("SELECT any(reason), any(source), any(dead_ms) AS dead, any(deadline_ms), topic, `partition`, `offset`"+
 		" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY dead, `offset` LIMIT %d",
 		s.table(DeadLettersTable), key, limit)
 	err = s.query(ctx, "dead letters of "+id, q, func(scan func(...any) error) error {
 		d := DeadLetter{TaskID: id}
-		if err := scan(&d.Reason, &d.Source, &d.DeadMs, &d.Topic, &d.Partition, &d.Offset); err != nil {
+		if err := scan(&d.Reason, &d.Source, &d.DeadMs, &d.DeadlineMs, &d.Topic, &d.Partition, &d.Offset); err != nil {
 			return err
 		}
 		t.DeadLetters = append(t.DeadLetters, d)

@@ -104,6 +104,7 @@ CREATE TABLE IF NOT EXISTS {db}.dead_letters (
     reason       String,
     source       String,
     dead_ms      Int64,
+    deadline_ms  Int64,
     topic        String,
     ` + "`partition`" + `  Int32,
     ` + "`offset`" + `     Int64,

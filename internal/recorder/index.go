@@ -55,8 +55,12 @@ func (r *Recorder) addIndexed(rec *kgo.Record) string {
 		if err != nil {
 			ms = rec.Timestamp.UnixMilli()
 		}
+		deadline := millis(rec, tiers.HeaderDeadline)
+		if deadline == 0 {
+			deadline = millis(rec, tiers.HeaderDue)
+		}
 		r.index.DeadLetters = append(r.index.DeadLetters, chstore.DeadLetter{TaskID: string(rec.Key),
-			Reason: text(reason, outcome.MaxErrorBytes), Source: text(source, outcome.MaxDetailBytes), DeadMs: ms,
+			Reason: text(reason, outcome.MaxErrorBytes), Source: text(source, outcome.MaxDetailBytes), DeadMs: ms, DeadlineMs: deadline,
 			Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset})
 	default:
 		m, err := tiers.DecodeRecord(rec)
@@ -83,4 +87,19 @@ func (r *Recorder) addIndexed(rec *kgo.Record) string {
 // UTF-8: dead-letter headers are anyone's bytes.
 func text(b []byte, limit int) string {
 	return strings.ToValidUTF8(string(b[:min(len(b), limit)]), "")
+}
+
+// millis returns header key of rec as unix milliseconds, as status reads
+// it, or 0 when it is not a number: a dead record's headers may be
+// anything.
+func millis(rec *kgo.Record, key string) int64 {
+	v, ok := tiers.Header(rec.Headers, key)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

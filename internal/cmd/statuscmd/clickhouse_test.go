@@ -12,7 +12,7 @@ import (
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 )
 
-// TestStatusClickHouse: with --clickhouse, status marks the outcome
+// TestStatusClickHouse: with --clickhouse --scan, status marks the outcome
 // events ClickHouse holds too and adds the attempts only ClickHouse holds;
 // an unreachable ClickHouse leaves the status incomplete.
 func TestStatusClickHouse(t *testing.T) {
@@ -33,7 +33,10 @@ func TestStatusClickHouse(t *testing.T) {
 	if err := store.Insert(ctx, []outcome.Event{ev, closed}); err != nil {
 		t.Fatal(err)
 	}
-	chFlags := []string{"--clickhouse", "--clickhouse-addr", cfg.Addr, "--clickhouse-database", cfg.Database}
+	if err := store.InsertByTask(ctx, []outcome.Event{ev, closed}); err != nil {
+		t.Fatal(err)
+	}
+	chFlags := []string{"--clickhouse", "--scan", "--clickhouse-addr", cfg.Addr, "--clickhouse-database", cfg.Database}
 	st, out := p.status("c", chFlags...)
 	if st.CH == nil || st.CH.Rows != 2 || st.CH.Only != 1 || st.CH.Error != "" || !st.Complete {
 		t.Fatalf("clickhouse %+v complete %v:\n%s", st.CH, st.Complete, out)
@@ -51,7 +54,7 @@ func TestStatusClickHouse(t *testing.T) {
 		t.Errorf("marked %d, added %d, deadline %+v:\n%s", marked, added, d, out)
 	}
 
-	args := append(p.flags(), "c", "--clickhouse", "--clickhouse-addr", "127.0.0.1:1", "--clickhouse-dial-timeout", "1s")
+	args := append(p.flags(), "c", "--clickhouse", "--scan", "--clickhouse-addr", "127.0.0.1:1", "--clickhouse-dial-timeout", "1s")
 	stdout, _, err := cmdtest.Run(t, statuscmd.Run, args...)
 	if err == nil || !strings.Contains(err.Error(), "incomplete") || !strings.Contains(stdout, "clickhouse: ") || !strings.Contains(stdout, "attempt 1 failed") {
 		t.Errorf("unreachable ClickHouse: %v\n%s", err, stdout)

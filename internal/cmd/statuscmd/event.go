@@ -80,7 +80,8 @@ type Event struct {
 	InClickHouse bool `json:"in_clickhouse,omitempty"`
 }
 
-// where is "topic[partition]@offset", or "clickhouse" for a row.
+// where is "topic[partition]@offset", or "clickhouse" for a row of the
+// outcomes.
 func (e *Event) where() string {
 	if e.Source == SourceClickHouse {
 		return SourceClickHouse

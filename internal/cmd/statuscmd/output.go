@@ -31,6 +31,9 @@ type Status struct {
 	Events []Event      `json:"events"`
 	Read   []*PartRead  `json:"read"`
 	CH     *ClickHouseQ `json:"clickhouse,omitempty"`
+	// Index is the lookup in the deadline index (--clickhouse without
+	// --scan), which takes the place of Read.
+	Index *IndexQ `json:"index,omitempty"`
 
 	// EventsDropped counts the older records of the task left out of
 	// Events; the deadlines they belong to may show a later state only.
@@ -66,6 +69,8 @@ func renderText(w io.Writer, st *Status) error {
 	fmt.Fprintf(w, "task %s\n", term.Quote(st.TaskID))
 	unread := unreadParts(st)
 	switch {
+	case st.Index != nil && st.Index.Error == "" && len(st.Deadlines) == 0:
+		fmt.Fprintf(w, "  the deadline index holds nothing of it: it was not scheduled under this prefix since the recorder indexes it; --scan reads Kafka too\n")
 	case len(st.Deadlines) == 0 && len(unread) == 0 && st.AllPartitions:
 		fmt.Fprintf(w, "  no records of it since %s in any partition\n", stamp(st.SinceMs))
 	case len(st.Deadlines) == 0 && len(unread) == 0:
@@ -99,7 +104,14 @@ func renderText(w io.Writer, st *Status) error {
 		fmt.Fprintf(w, "%d older records of the task not shown: status keeps the latest %d (a shorter --since reads fewer)\n", st.EventsDropped, maxEvents)
 	}
 	fmt.Fprintln(w)
+	if st.Index != nil {
+		fmt.Fprint(w, indexText(st.Index))
+		return nil
+	}
 	fmt.Fprint(w, readText(st))
+	if st.CH == nil {
+		fmt.Fprintln(w, "read from Kafka, a scan that grows with the topics; --clickhouse looks the task up in the deadline index instead")
+	}
 	return nil
 }
 

@@ -109,7 +109,7 @@ func deadlines(events []Event, now time.Time) []Deadline {
 	for i := range events {
 		e := &events[i]
 		if e.Type == TypeCancellation {
-			if e.Source == SourceKafka {
+			if e.Source == SourceKafka || e.Source == SourceIndex {
 				cancels = append(cancels, e)
 			}
 			continue

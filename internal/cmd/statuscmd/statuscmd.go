@@ -40,22 +40,28 @@ with which outcome, cancelled (by which cancellation, made before or after
 the due time or the forward), or dead-lettered with which reason; then the
 records of the task by time, the latest 1000.
 
-It reads, in each topic the task passes through, the one partition its key
-goes to (murmur2, as the Go and Java clients partition; --all-partitions
-reads every partition), from --since ago up to the end, committed records only, and changes
-nothing. --timeout bounds it: a read that did not finish is reported, and
-the command exits 1, as it does when a partition's offsets could not be
-looked up (it names the partition and the broker's error). With --clickhouse it also looks the task up in
-ClickHouse's outcomes table (the recorder's), which keeps outcomes longer than
-Kafka does. Strings from records are printed as Go string literals when they
+With --clickhouse it looks the task up in the deadline index that
+hourglass recorder keeps in ClickHouse (every deadline's first record, the
+cancellations, the dead letters and the close attempts): a few milliseconds
+whatever the volume, and outcomes older than Kafka keeps. The index does not
+hold hops and forwards: --scan reads Kafka too.
+
+Without --clickhouse (or with --scan) it reads, in each topic the task
+passes through, the one partition its key goes to (murmur2, as the Go and
+Java clients partition; --all-partitions reads every partition), from
+--since ago up to the end, committed records only: a scan that grows with
+the topics. It changes nothing. --timeout bounds it: a read that did not
+finish is reported, and the command exits 1, as it does when a partition's
+offsets could not be looked up (it names the partition and the broker's
+error). Strings from records are printed as Go string literals when they
 hold control or other non-graphic characters.
 
 Usage: hourglass status ID [flags]
 
 Examples:
+  hourglass status order-42 --clickhouse --clickhouse-addr 127.0.0.1:9000
   hourglass status order-42
   hourglass status order-42 --since 720h --format json
-  hourglass status order-42 --clickhouse --clickhouse-addr 127.0.0.1:9000
 
 ` + cli.FlagsHeading + "\n"
 
@@ -74,6 +80,7 @@ type options struct {
 	since         time.Duration // --since
 	timeout       time.Duration // --timeout
 	clickhouse    bool          // --clickhouse
+	scan          bool          // --scan
 	allParts      bool          // --all-partitions
 	table         tiers.Table   // parsed from rawTiers
 }
@@ -92,7 +99,9 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
 	fs.Essential(flags.TiersFlag, "topic-prefix", "since")
 	fs.BoolVar(&o.allParts, "all-partitions", "", false, "read every partition of each topic, not only the one murmur2 gives the task id (for producers that partition otherwise)")
-	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "also look the task up in ClickHouse's outcomes table (--clickhouse-* flags)")
+	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "look the task up in the deadline index in ClickHouse (--clickhouse-* flags) instead of reading Kafka")
+	fs.BoolVar(&o.scan, "scan", "", false, "with --clickhouse, read Kafka too, and the outcomes in ClickHouse beside it")
+	fs.Essential("clickhouse")
 	chflags.Register(fs, &o.ch)
 }
 
@@ -134,6 +143,9 @@ func (o *options) validate(fs *cli.FlagSet) error {
 	}
 	if o.clickhouse {
 		errs.Join(chflags.Check(o.ch.WithDefaults()))
+	}
+	if o.scan && !o.clickhouse {
+		errs.Add("scan", "needs --clickhouse: without it status reads Kafka only")
 	}
 	return errs.Err()
 }
@@ -200,7 +212,15 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	from := now.Add(-o.since)
-	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), AllPartitions: o.allParts, Events: []Event{}}
+	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), AllPartitions: o.allParts, Events: []Event{}, Read: []*PartRead{}}
+	if o.clickhouse && !o.scan {
+		events, q := lookupIndex(ctx, o.ch, o.id, o.prefix, time.Now)
+		st.Index, st.Events = q, append(st.Events, events...)
+		slices.SortStableFunc(st.Events, func(a, b Event) int { return byTime(&a, &b) })
+		st.Deadlines = deadlines(st.Events, now)
+		st.Complete = q.Error == ""
+		return st, nil
+	}
 	ch := make(chan func(*Status), 1)
 	if o.clickhouse {
 		go func() { ch <- queryClickHouse(ctx, o.ch, o.id, from) }()
@@ -302,6 +322,9 @@ func incomplete(st *Status, timeout time.Duration) error {
 	}
 	if st.CH != nil && st.CH.Error != "" {
 		why = append(why, "clickhouse: "+st.CH.Error)
+	}
+	if st.Index != nil && st.Index.Error != "" {
+		why = append(why, "deadline index: "+st.Index.Error+" (without --clickhouse status reads Kafka)")
 	}
 	return fmt.Errorf("status of %s is incomplete: %s", term.Quote(st.TaskID), strings.Join(why, "; "))
 }
