@@ -185,6 +185,17 @@ func TestLeastPrivilege(t *testing.T) {
 	}); err != nil {
 		t.Errorf("waiting for ClickHouse to hold the %d outcome events: %v", col.count(), err)
 	}
+	// The recorder indexed every deadline once, at its first record, and
+	// the cancellation and the dead letters.
+	for id, n := range map[string]int{"acl-hopped": 1, "acl-cancelled": 1, "acl-moved": 2, "acl-retried": 1, "acl-refused": 1} {
+		if err := waitFor(ctx, t, func() bool {
+			ti, err := store.Task(ctx, id, 10)
+			return err == nil && len(ti.Deadlines) == n && (id != "acl-cancelled" || len(ti.Cancels) == 1) && (id != "acl-refused" || len(ti.DeadLetters) == 1)
+		}); err != nil {
+			ti, _ := store.Task(ctx, id, 10)
+			t.Errorf("the index of %s: %+v, want %d deadlines: %v", id, ti, n, err)
+		}
+	}
 	t.Logf("outcomes %v, each recorded in ClickHouse; dead letters listed:\n%s", outcomesOf(col), list)
 	for _, s := range services {
 		if err := s.signal(syscall.SIGTERM); err != nil {
