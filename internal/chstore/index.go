@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/hourglass/hourglass/internal/outcome"
 )
 
@@ -147,60 +149,63 @@ type TaskIndex struct {
 
 // Task returns what the index and the outcomes hold of task id, at most
 // limit rows of each kind. Every table it reads is ordered by task id, so a
-// lookup reads a few granules of each, whatever the tables hold.
+// lookup reads a few granules of each, whatever the tables hold; the four
+// queries run at once.
 func (s *Store) Task(ctx context.Context, id string, limit int) (*TaskIndex, error) {
 	var t TaskIndex
 	if limit <= 0 {
 		return &t, nil
 	}
 	key := "task_id = " + quote(id)
-	q := fmt.Sprintf("SELECT any(kind), any(target), any(due_ms) AS due, any(scheduled_ms), any(record_ms), topic, `partition`, `offset`"+
-		" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY due, topic, `partition`, `offset` LIMIT %d",
-		s.table(DeadlinesTable), key, limit)
-	err := s.query(ctx, "deadlines of "+id, q, func(scan func(...any) error) error {
-		d := Deadline{TaskID: id}
-		if err := scan(&d.Kind, &d.Target, &d.DueMs, &d.ScheduledMs, &d.RecordMs, &d.Topic, &d.Partition, &d.Offset); err != nil {
-			return err
-		}
-		t.Deadlines = append(t.Deadlines, d)
-		return nil
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		q := fmt.Sprintf("SELECT any(kind), any(target), any(due_ms) AS due, any(scheduled_ms), any(record_ms), topic, `partition`, `offset`"+
+			" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY due, topic, `partition`, `offset` LIMIT %d",
+			s.table(DeadlinesTable), key, limit)
+		return s.query(ctx, "deadlines of "+id, q, func(scan func(...any) error) error {
+			d := Deadline{TaskID: id}
+			if err := scan(&d.Kind, &d.Target, &d.DueMs, &d.ScheduledMs, &d.RecordMs, &d.Topic, &d.Partition, &d.Offset); err != nil {
+				return err
+			}
+			t.Deadlines = append(t.Deadlines, d)
+			return nil
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	// The newest rows, returned oldest first.
-	q = fmt.Sprintf("SELECT * FROM (SELECT any(at_ms), any(due_ms), any(withdrawn), topic, `partition`, `offset`"+
-		" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY `offset` DESC LIMIT %d) ORDER BY `offset`",
-		s.table(CancellationsTable), key, limit)
-	err = s.query(ctx, "cancellations of "+id, q, func(scan func(...any) error) error {
-		c := Cancel{TaskID: id}
-		var w uint8
-		if err := scan(&c.AtMs, &c.DueMs, &w, &c.Topic, &c.Partition, &c.Offset); err != nil {
-			return err
-		}
-		c.Withdrawn = w != 0
-		t.Cancels = append(t.Cancels, c)
-		return nil
+	g.Go(func() error {
+		// The newest rows, returned oldest first.
+		q := fmt.Sprintf("SELECT * FROM (SELECT any(at_ms), any(due_ms), any(withdrawn), topic, `partition`, `offset`"+
+			" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY `offset` DESC LIMIT %d) ORDER BY `offset`",
+			s.table(CancellationsTable), key, limit)
+		return s.query(ctx, "cancellations of "+id, q, func(scan func(...any) error) error {
+			c := Cancel{TaskID: id}
+			var w uint8
+			if err := scan(&c.AtMs, &c.DueMs, &w, &c.Topic, &c.Partition, &c.Offset); err != nil {
+				return err
+			}
+			c.Withdrawn = w != 0
+			t.Cancels = append(t.Cancels, c)
+			return nil
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	q = fmt.Sprintf("SELECT any(reason), any(source), any(dead_ms) AS dead, any(deadline_ms), topic, `partition`, `offset`"+
-		" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY dead, `offset` LIMIT %d",
-		s.table(DeadLettersTable), key, limit)
-	err = s.query(ctx, "dead letters of "+id, q, func(scan func(...any) error) error {
-		d := DeadLetter{TaskID: id}
-		if err := scan(&d.Reason, &d.Source, &d.DeadMs, &d.DeadlineMs, &d.Topic, &d.Partition, &d.Offset); err != nil {
-			return err
-		}
-		t.DeadLetters = append(t.DeadLetters, d)
-		return nil
+	g.Go(func() error {
+		q := fmt.Sprintf("SELECT any(reason), any(source), any(dead_ms) AS dead, any(deadline_ms), topic, `partition`, `offset`"+
+			" FROM %s WHERE %s GROUP BY topic, `partition`, `offset` ORDER BY dead, `offset` LIMIT %d",
+			s.table(DeadLettersTable), key, limit)
+		return s.query(ctx, "dead letters of "+id, q, func(scan func(...any) error) error {
+			d := DeadLetter{TaskID: id}
+			if err := scan(&d.Reason, &d.Source, &d.DeadMs, &d.DeadlineMs, &d.Topic, &d.Partition, &d.Offset); err != nil {
+				return err
+			}
+			t.DeadLetters = append(t.DeadLetters, d)
+			return nil
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	t.Attempts, err = s.attempts(ctx, "attempts of "+id, taskAttemptsQuery(s.table(OutcomesByTaskTable), key, limit))
-	if err != nil {
+	g.Go(func() error {
+		var err error
+		t.Attempts, err = s.attempts(ctx, "attempts of "+id, taskAttemptsQuery(s.table(OutcomesByTaskTable), key, limit))
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	return &t, nil

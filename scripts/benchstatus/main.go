@@ -70,9 +70,12 @@ type Result struct {
 	RecorderBatchRows     int     `json:"recorder_batch_rows"`
 	RecorderInsertErrors  int64   `json:"recorder_insert_errors"`
 	// Index and Scan are the timings of `hourglass status` with
-	// --clickhouse and without, in milliseconds.
-	Index Timings `json:"index"`
-	Scan  Timings `json:"scan"`
+	// --clickhouse and without, in milliseconds, the whole command with
+	// its connections; IndexQuery the lookup alone (chstore.Store.Task on
+	// an open connection, as a console makes it).
+	Index      Timings `json:"index"`
+	IndexQuery Timings `json:"index_query"`
+	Scan       Timings `json:"scan"`
 	// ScanRecordsRead is how many records one scan read, on average.
 	ScanRecordsRead int64 `json:"scan_records_read"`
 	GoMaxProcs      int   `json:"gomaxprocs"`
@@ -156,6 +159,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kafkaArgs := []string{"--brokers", brokers, "--topic-prefix", prefix, "--format", "json", "--timeout", "5m"}
 	log("%d lookups in the index", o.lookups)
 	res.Index, _, err = lookups(ctx, ids, append(kafkaArgs, "--clickhouse", "--clickhouse-addr", o.chAddr, "--clickhouse-database", cfg.Database))
+	if err != nil {
+		return err
+	}
+	res.IndexQuery, err = queries(ctx, store, ids)
 	if err != nil {
 		return err
 	}
@@ -265,8 +272,32 @@ func lookups(ctx context.Context, ids, args []string) (Timings, int64, error) {
 			read += p.Read
 		}
 	}
+	t.percentiles(took)
+	return t, read, nil
+}
+
+// queries looks each id up with store.Task, and returns the timings.
+func queries(ctx context.Context, store *chstore.Store, ids []string) (Timings, error) {
+	t := Timings{Lookups: len(ids)}
+	var took []float64
+	for _, id := range ids {
+		start := time.Now()
+		ti, err := store.Task(ctx, id, 1000)
+		if err != nil {
+			return t, err
+		}
+		took = append(took, float64(time.Since(start).Microseconds())/1000)
+		if len(ti.Deadlines) == 1 {
+			t.Found++
+		}
+	}
+	t.percentiles(took)
+	return t, nil
+}
+
+// percentiles sets the p50, p99 and max of took, in milliseconds.
+func (t *Timings) percentiles(took []float64) {
 	slices.Sort(took)
 	at := func(q float64) float64 { return took[min(len(took)-1, int(q*float64(len(took))))] }
 	t.P50, t.P99, t.Max = at(0.5), at(0.99), took[len(took)-1]
-	return t, read, nil
 }

@@ -236,6 +236,7 @@ the ConfigMaps exist, get them inline.
 {{- $env := include "hourglass.env.service" (dict "root" . "component" "recorder" "values" $r) | fromYaml -}}
 {{- $env = merge $env (include "hourglass.env.clickhouse" . | fromYaml) -}}
 {{- if $r.outcomesTopic }}{{ $_ := set $env "HOURGLASS_OUTCOMES_TOPIC" $r.outcomesTopic }}{{ end -}}
+{{- $_ := set $env "HOURGLASS_INDEX" (toString $r.index) -}}
 {{- $_ := set $env "HOURGLASS_BATCH_ROWS" ($r.batchRows | int64 | toString) -}}
 {{- $_ := set $env "HOURGLASS_FLUSH_INTERVAL" $r.flushInterval -}}
 {{- $_ := set $env "HOURGLASS_INSERT_TIMEOUT" $r.insertTimeout -}}
