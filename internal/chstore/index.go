@@ -213,7 +213,7 @@ func (s *Store) Task(ctx context.Context, id string, limit int) (*TaskIndex, err
 
 // Due is how many deadlines of one kind and target fall due in one minute
 // and are still open: not closed, failed or cancelled by an outcome, nor
-// called off by a cancellation in the index.
+// called off by a cancellation in the index, nor dead-lettered.
 type Due struct {
 	Minute time.Time
 	Kind   string
@@ -230,8 +230,9 @@ const (
 
 // Forecast returns the open deadlines due in [from, to) per minute, kind
 // and target, in that order; minutes with none are left out. A deadline is
-// open until an outcome ends it (outcome.Outcome.Ends), or a cancellation
-// the index holds covers it (tiers.Cancellation.Covers): a window that
+// open until an outcome ends it (outcome.Outcome.Ends), a cancellation the
+// index holds covers it (tiers.Cancellation.Covers), or it is
+// dead-lettered (a close no closer could make): a window that
 // starts in the past shows what is overdue. It reads the due_ms column of
 // the whole deadlines table, and of the outcomes and cancellations the
 // window's tasks have.
@@ -269,9 +270,11 @@ WHERE NOT (c_at > 0 AND c_withdrawn = 0 AND scheduled <= c_at AND (c_due = 0 OR 
     SELECT task_id, if(deadline_ms != 0, deadline_ms, due_ms) FROM %[5]s
     WHERE %[4]s AND outcome IN (%[6]s) AND closed_ms >= %[7]d AND day >= %[8]s
   )
+  AND (task_id, due) NOT IN (SELECT task_id, deadline_ms FROM %[10]s WHERE %[4]s)
 GROUP BY minute, kind, target ORDER BY minute, kind, target LIMIT %[9]d`,
 		s.table(DeadlinesTable), inWindow, s.table(CancellationsTable), tasks, s.table(OutcomesTable),
-		strings.Join(ended, ", "), f-forecastSkew.Milliseconds(), utcDate(f-forecastSkew.Milliseconds()), maxForecastRows)
+		strings.Join(ended, ", "), f-forecastSkew.Milliseconds(), utcDate(f-forecastSkew.Milliseconds()), maxForecastRows,
+		s.table(DeadLettersTable))
 	var out []Due
 	err := s.query(ctx, "forecast", q, func(scan func(...any) error) error {
 		var d Due

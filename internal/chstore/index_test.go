@@ -141,7 +141,8 @@ func TestForecast(t *testing.T) {
 	}
 
 	// Outcomes end 200 of the burst: closes, a failure, a retry that
-	// closed on its second attempt; a retry alone ends nothing.
+	// closed on its second attempt; a retry alone ends nothing. A dead
+	// letter ends one more.
 	var evs []outcome.Event
 	for i := range 197 {
 		evs = append(evs, ended(fmt.Sprintf("b%d", i), outcome.Closed, at, 1, int64(i)))
@@ -156,7 +157,16 @@ func TestForecast(t *testing.T) {
 	if err := s.Insert(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	want[0].Count -= 200
+	// A dead letter ends b201's deadline (no closer for it); one of b202
+	// names another.
+	dead := &chstore.IndexRows{DeadLetters: []chstore.DeadLetter{
+		{TaskID: "b201", Reason: "close_failed: no closer", DeadlineMs: at.UnixMilli(), Topic: "hourglass.dlq"},
+		{TaskID: "b202", Reason: "close_failed: no closer", DeadlineMs: at.Add(time.Hour).UnixMilli(), Topic: "hourglass.dlq", Offset: 1},
+	}}
+	if err := s.InsertIndex(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	want[0].Count -= 201
 	if got := forecast(); !slices.Equal(got, want) {
 		t.Errorf("after closes: forecast %+v, want %+v", got, want)
 	}

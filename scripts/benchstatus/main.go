@@ -53,8 +53,8 @@ func main() {
 // options are the command's flags.
 type options struct {
 	deadlines, lookups, partitions, batchRows int
-	chAddr                                     string
-	timeout                                    time.Duration
+	chAddr                                    string
+	timeout                                   time.Duration
 }
 
 // Result is what benchstatus prints.

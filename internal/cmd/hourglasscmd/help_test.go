@@ -26,7 +26,7 @@ func TestHelpEssentialFirst(t *testing.T) {
 		{[]string{"canceller"}, []string{"brokers", "closers", "tiers", "topic-prefix"},
 			[]string{"Tiers and topics", "Limits", "Timing", "Kafka connection", "Observability", "Advanced"},
 			[]string{"default 10m)", "default 64 MiB)"}},
-		{[]string{"recorder"}, []string{"brokers", "clickhouse-addr", "topic-prefix"},
+		{[]string{"recorder"}, []string{"brokers", "clickhouse-addr", "topic-prefix", "index"},
 			[]string{"ClickHouse", "Tiers and topics", "Timing", "Kafka connection"}, nil},
 	} {
 		t.Run(tc.cmd[0], func(t *testing.T) {
@@ -88,7 +88,7 @@ func TestHelpOneOffCommands(t *testing.T) {
 	}{
 		{[]string{"schedule"}, []string{"brokers", "id", "tiers", "topic-prefix", "in", "at"}},
 		{[]string{"cancel"}, []string{"brokers", "id", "tiers", "topic-prefix"}},
-		{[]string{"status"}, []string{"brokers", "tiers", "topic-prefix", "since"}},
+		{[]string{"status"}, []string{"brokers", "tiers", "topic-prefix", "since", "clickhouse"}},
 		{[]string{"topics"}, []string{"brokers", "tiers", "topic-prefix", "partitions", "check"}},
 		{[]string{"dlq", "list"}, []string{"brokers", "topic-prefix"}},
 	} {

@@ -99,7 +99,7 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.StringVar(&o.format, "format", "", "text", "output: text or json")
 	fs.Essential(flags.TiersFlag, "topic-prefix", "since")
 	fs.BoolVar(&o.allParts, "all-partitions", "", false, "read every partition of each topic, not only the one murmur2 gives the task id (for producers that partition otherwise)")
-	fs.BoolVar(&o.clickhouse, "clickhouse", "", false, "look the task up in the deadline index in ClickHouse (--clickhouse-* flags) instead of reading Kafka")
+	fs.BoolVar(&o.clickhouse, "clickhouse", cli.Env("clickhouse"), false, "look the task up in the deadline index in ClickHouse (--clickhouse-* flags) instead of reading Kafka")
 	fs.BoolVar(&o.scan, "scan", "", false, "with --clickhouse, read Kafka too, and the outcomes in ClickHouse beside it")
 	fs.Essential("clickhouse")
 	chflags.Register(fs, &o.ch)
