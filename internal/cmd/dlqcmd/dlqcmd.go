@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cli"
 	"github.com/hourglass/hourglass/internal/cmd/flags"
+	"github.com/hourglass/hourglass/internal/deadletter"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -84,20 +85,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.since > 0 {
 		from = time.Now().Add(-o.since)
 	}
-	match := func(d deadLetter) bool {
+	match := func(d deadletter.DeadLetter) bool {
 		return (o.reason == "" || d.Reason == o.reason) && (o.key == "" || d.Key == o.key)
 	}
 	if sub == "list" {
 		l := newLister(stdout, o.format)
-		if _, err := scanDeadLetters(ctx, opts, stderr, o.topic, from, o.limit, match, l.add); err != nil {
+		if _, err := deadletter.Scan(ctx, opts, stderr, o.topic, from, o.limit, match, l.add); err != nil {
 			_ = l.flush() // the rows read before the error; the error is what to report
 			return err
 		}
 		return l.finish(stderr, o.limit)
 	}
-	var found []deadLetter
-	keep := func(d deadLetter) error { found = append(found, d); return nil }
-	if _, err := scanDeadLetters(ctx, opts, stderr, o.topic, from, o.limit, match, keep); err != nil {
+	var found []deadletter.DeadLetter
+	keep := func(d deadletter.DeadLetter) error { found = append(found, d); return nil }
+	if _, err := deadletter.Scan(ctx, opts, stderr, o.topic, from, o.limit, match, keep); err != nil {
 		return err
 	}
 	return replay(ctx, opts, stdout, found, o.rule, o.format, o.dryRun)
@@ -119,7 +120,7 @@ type options struct {
 	targets  []string      // --topics (replay)
 	// rule is what replay may do, from --topic-prefix, --tiers, --topics
 	// and --to.
-	rule replayRule
+	rule deadletter.Rule
 }
 
 // parse parses and validates the flags of dlq sub (list or replay).
@@ -198,7 +199,7 @@ func (o *options) validate(fs *cli.FlagSet, sub string) error {
 				errs.Add("topics", "%s is the dead-letter topic", t)
 			}
 		}
-		o.rule = newReplayRule(o.prefix, table, o.targets, o.to)
+		o.rule = deadletter.NewRule(o.prefix, table, o.targets, o.to)
 	}
 	return errs.Err()
 }

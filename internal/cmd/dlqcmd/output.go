@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/deadletter"
 	"github.com/hourglass/hourglass/internal/term"
 )
 
@@ -57,7 +58,7 @@ func newLister(w io.Writer, format string) *lister {
 }
 
 // add prints d.
-func (l *lister) add(d deadLetter) error {
+func (l *lister) add(d deadletter.DeadLetter) error {
 	l.n++
 	if l.tw == nil {
 		return writeJSONLine(l.w, d)
@@ -118,7 +119,7 @@ type replayed struct {
 	Reason    string `json:"reason,omitempty"` // why it was skipped
 }
 
-func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, rule replayRule, format string, dryRun bool) error {
+func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadletter.DeadLetter, rule deadletter.Rule, format string, dryRun bool) error {
 	var (
 		recs    []*kgo.Record
 		done    []replayed // of recs
@@ -132,7 +133,7 @@ func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, r
 	now := time.Now()
 	for _, d := range ds {
 		line := replayed{Partition: d.Partition, Offset: d.Offset, Key: d.Key, Source: d.Source}
-		r, err := replayRecord(d, rule, now)
+		r, err := deadletter.Replay(d, rule, now)
 		if err != nil {
 			skipped++
 			line.Action, line.Reason = "skipped", err.Error()
@@ -141,7 +142,7 @@ func replay(ctx context.Context, opts []kgo.Opt, w io.Writer, ds []deadLetter, r
 					return err
 				}
 			} else {
-				fmt.Fprintf(w, "skip %s[%d]@%d key %s: %s\n", d.rec.Topic, d.Partition, d.Offset, strconv.QuoteToGraphic(d.Key), term.Quote(err.Error()))
+				fmt.Fprintf(w, "skip %s[%d]@%d key %s: %s\n", d.Record.Topic, d.Partition, d.Offset, strconv.QuoteToGraphic(d.Key), term.Quote(err.Error()))
 			}
 			continue
 		}

@@ -1,4 +1,4 @@
-package dlqcmd
+package deadletter
 
 import (
 	"fmt"
@@ -12,8 +12,10 @@ import (
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
-// deadLetter is one record of the dead-letter topic, as dlq list shows it.
-type deadLetter struct {
+// DeadLetter is one record of the dead-letter topic, read from its headers.
+// Every string comes from whoever produced the record: escape it before
+// showing it.
+type DeadLetter struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	TimeMs    int64  `json:"time_ms"` // when it was dead-lettered
@@ -27,11 +29,14 @@ type deadLetter struct {
 	Bytes     int    `json:"value_bytes"`
 	Truncated string `json:"truncated,omitempty"` // hourglass-dlq-truncated: what was cut to fit
 
-	rec *kgo.Record
+	// Record is the dead letter as read.
+	Record *kgo.Record `json:"-"`
 }
 
-func readDeadLetter(r *kgo.Record) deadLetter {
-	d := deadLetter{Partition: r.Partition, Offset: r.Offset, TimeMs: r.Timestamp.UnixMilli(), Key: string(r.Key), Bytes: len(r.Value), rec: r}
+// Read returns the dead letter of r. Headers that cannot be read leave
+// their fields zero.
+func Read(r *kgo.Record) DeadLetter {
+	d := DeadLetter{Partition: r.Partition, Offset: r.Offset, TimeMs: r.Timestamp.UnixMilli(), Key: string(r.Key), Bytes: len(r.Value), Record: r}
 	if v, ok := tiers.Header(r.Headers, tiers.HeaderReason); ok {
 		d.Reason, d.Detail, _ = strings.Cut(string(v), ": ")
 	}
@@ -59,9 +64,9 @@ func readDeadLetter(r *kgo.Record) deadLetter {
 	return d
 }
 
-// sourceTopic returns the topic of a "topic[partition]@offset" source, or
+// SourceTopic returns the topic of a "topic[partition]@offset" source, or
 // why source is not one.
-func sourceTopic(source string) (string, error) {
+func SourceTopic(source string) (string, error) {
 	bad := fmt.Errorf("%s %q is not topic[partition]@offset", tiers.HeaderSource, source)
 	topic, rest, ok := strings.Cut(source, "[")
 	if !ok {
@@ -90,8 +95,8 @@ func digits(s string) bool {
 	return true
 }
 
-// replayRule says where dead letters may be replayed.
-type replayRule struct {
+// Rule says where dead letters may be replayed. Make one with NewRule.
+type Rule struct {
 	// to, when set, is the destination of every dead letter.
 	to string
 	// sources are the topics a dead letter may name as its source to be
@@ -101,11 +106,11 @@ type replayRule struct {
 	targets map[string]bool
 }
 
-// newReplayRule returns the rule of the delay topics of prefix and table,
-// the target topics targets, and the destination to ("" for each dead
-// letter's source).
-func newReplayRule(prefix string, table tiers.Table, targets []string, to string) replayRule {
-	r := replayRule{to: to, sources: map[string]bool{}, targets: map[string]bool{}}
+// NewRule returns the rule of the delay topics of prefix and table, the
+// target topics targets (the canceller's), and the destination to ("" for
+// each dead letter's source).
+func NewRule(prefix string, table tiers.Table, targets []string, to string) Rule {
+	r := Rule{to: to, sources: map[string]bool{}, targets: map[string]bool{}}
 	for _, t := range table.Topics(prefix) {
 		r.sources[t] = true
 	}
@@ -116,20 +121,23 @@ func newReplayRule(prefix string, table tiers.Table, targets []string, to string
 	return r
 }
 
-// replayRecord returns the record that replays d under rule, or why it
-// cannot be replayed.
-func replayRecord(d deadLetter, rule replayRule, now time.Time) (*kgo.Record, error) {
+// Replay returns the record that replays d under rule, timestamped now, or
+// why it cannot be replayed: its source is not a topic the pipeline reads
+// (anyone who can produce to the dead-letter topic can write
+// hourglass-dlq-source), it was cut to fit the dead-letter topic, it breaks
+// the record contract, or its hourglass-target is not a target of the rule.
+func Replay(d DeadLetter, rule Rule, now time.Time) (*kgo.Record, error) {
 	topic := rule.to
 	if topic == "" {
 		if d.Source == "" {
-			return nil, fmt.Errorf("no %s header and no --to", tiers.HeaderSource)
+			return nil, fmt.Errorf("no %s header and no destination named", tiers.HeaderSource)
 		}
-		src, err := sourceTopic(d.Source)
+		src, err := SourceTopic(d.Source)
 		if err != nil {
 			return nil, err
 		}
 		if !rule.sources[src] {
-			return nil, fmt.Errorf("source topic %q is neither a delay topic of --tiers nor a target of --topics, so %s may be forged: if the canceller consumes it, add it to --topics; or name the destination with --to", src, tiers.HeaderSource)
+			return nil, fmt.Errorf("source topic %q is neither a delay topic of the tiers nor a target topic, so %s may be forged: if the canceller consumes it, count it among the targets; or name the destination", src, tiers.HeaderSource)
 		}
 		topic = src
 	}
@@ -139,14 +147,14 @@ func replayRecord(d deadLetter, rule replayRule, now time.Time) (*kgo.Record, er
 	// Without the headers only Hourglass writes (the dead-letter ones, and
 	// hourglass-forwarded, which a dead letter never carries unless forged)
 	// and with the attempt reset.
-	hs := make([]kgo.RecordHeader, 0, len(d.rec.Headers))
-	for _, h := range d.rec.Headers {
+	hs := make([]kgo.RecordHeader, 0, len(d.Record.Headers))
+	for _, h := range d.Record.Headers {
 		if record.Owned(h.Key) || h.Key == tiers.HeaderAttempt {
 			continue
 		}
 		hs = append(hs, h)
 	}
-	r := &kgo.Record{Topic: topic, Key: d.rec.Key, Value: d.rec.Value, Headers: hs, Timestamp: now}
+	r := &kgo.Record{Topic: topic, Key: d.Record.Key, Value: d.Record.Value, Headers: hs, Timestamp: now}
 	m, err := tiers.DecodeRecord(r)
 	if err != nil {
 		return nil, err
@@ -154,7 +162,7 @@ func replayRecord(d deadLetter, rule replayRule, now time.Time) (*kgo.Record, er
 	// The router forwards a record to its hourglass-target; a delay topic
 	// is a way to any topic unless the target is one of ours.
 	if m.Target != "" && !rule.targets[m.Target] {
-		return nil, fmt.Errorf("%s %q is not a target of --topics", tiers.HeaderTarget, m.Target)
+		return nil, fmt.Errorf("%s %q is not a target topic", tiers.HeaderTarget, m.Target)
 	}
 	return r, nil
 }

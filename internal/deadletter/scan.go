@@ -1,4 +1,4 @@
-package dlqcmd
+package deadletter
 
 import (
 	"context"
@@ -21,15 +21,15 @@ import (
 // dead letter is still fetched, alone.
 const scanFetchBytes = 4 << 20
 
-// scanDeadLetters reads topic from from (its start when zero) up to its end
+// Scan reads topic from from (its start when zero) up to its end
 // offsets at the call, and hands each record match accepts to each, at
 // most limit of them (0: no limit), as it reads them: it keeps none, so
 // what it holds does not grow with the topic. It reads committed records
 // only (kafka.ReaderOpts), and its end offsets are the last stable offsets,
 // so a transaction still open neither shows nor holds the scan up. A batch
-// too large to decompress is skipped and reported on stderr. It returns
+// too large to decompress is skipped and reported on notes. It returns
 // how many records it handed on, and stops at the first error of each.
-func scanDeadLetters(ctx context.Context, opts []kgo.Opt, stderr io.Writer, topic string, from time.Time, limit int, match func(deadLetter) bool, each func(deadLetter) error) (int, error) {
+func Scan(ctx context.Context, opts []kgo.Opt, notes io.Writer, topic string, from time.Time, limit int, match func(DeadLetter) bool, each func(DeadLetter) error) (int, error) {
 	opts = append(slices.Clip(opts), kafka.ReaderOpts(0)...)
 	adm, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -52,7 +52,7 @@ func scanDeadLetters(ctx context.Context, opts []kgo.Opt, stderr io.Writer, topi
 		return 0, err
 	}
 	defer cl.Close()
-	return readRange(ctx, cl, stderr, topic, left, limit, match, each)
+	return readRange(ctx, cl, notes, topic, left, limit, match, each)
 }
 
 // scanRange returns where each partition of topic is to be read from (its
@@ -94,7 +94,7 @@ func scanRange(ctx context.Context, ka *kadm.Client, topic string, from time.Tim
 // readRange reads cl's partitions of topic until each reaches its end
 // offset in left, and hands each dead letter match accepts to each, at most
 // limit (0: no limit); it returns how many it handed on.
-func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic string, left map[int32]int64, limit int, match func(deadLetter) bool, each func(deadLetter) error) (int, error) {
+func readRange(ctx context.Context, cl *kgo.Client, notes io.Writer, topic string, left map[int32]int64, limit int, match func(DeadLetter) bool, each func(DeadLetter) error) (int, error) {
 	// reached notes that partition p got to offset o.
 	reached := func(p int32, o int64) {
 		if end, ok := left[p]; ok && o >= end-1 {
@@ -117,7 +117,7 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
 			return n, fmt.Errorf("dlq: %s partitions %v sent nothing for 30s before their end offsets (unreachable, or held by an open transaction)", topic, slices.Sorted(maps.Keys(left)))
 		}
-		if err := fetchErrors(cl, fs, stderr, topic, reached); err != nil {
+		if err := fetchErrors(cl, fs, notes, topic, reached); err != nil {
 			return n, err
 		}
 		for it := fs.RecordIter(); !it.Done(); {
@@ -127,7 +127,7 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 			if !ok || r.Offset >= end || r.Attrs.IsControl() {
 				continue
 			}
-			if d := readDeadLetter(r); match(d) {
+			if d := Read(r); match(d) {
 				if err := each(d); err != nil {
 					return n, err
 				}
@@ -142,17 +142,17 @@ func readRange(ctx context.Context, cl *kgo.Client, stderr io.Writer, topic stri
 }
 
 // fetchErrors returns the errors of fs that end the read, joined. A batch
-// too large to decode is skipped, with a line on stderr, and its partition
+// too large to decode is skipped, with a line on notes, and its partition
 // counted as read up to it; a deferred partition or an ended context is no
 // error.
-func fetchErrors(cl *kgo.Client, fs kgo.Fetches, stderr io.Writer, topic string, reached func(int32, int64)) error {
+func fetchErrors(cl *kgo.Client, fs kgo.Fetches, notes io.Writer, topic string, reached func(int32, int64)) error {
 	var fetchErr error
 	fs.EachError(func(_ string, p int32, err error) {
 		if kafka.Deferred(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
 		if big := kafka.SkipBatch(cl, err); big != nil {
-			fmt.Fprintf(stderr, "dlq: skipped a batch of %s[%d]: %v\n", topic, p, kafka.SkippedBatch(big))
+			fmt.Fprintf(notes, "dlq: skipped a batch of %s[%d]: %v\n", topic, p, kafka.SkippedBatch(big))
 			reached(p, big.NextOffset-1)
 			return
 		}
