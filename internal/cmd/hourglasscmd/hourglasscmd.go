@@ -3,6 +3,7 @@ package hourglasscmd
 import (
 	"github.com/hourglass/hourglass/internal/cmd/benchcmd"
 	"github.com/hourglass/hourglass/internal/cmd/cancellercmd"
+	"github.com/hourglass/hourglass/internal/cmd/consolecmd"
 	"github.com/hourglass/hourglass/internal/cmd/democmd"
 	"github.com/hourglass/hourglass/internal/cmd/dlqcmd"
 	"github.com/hourglass/hourglass/internal/cmd/reconcilecmd"
@@ -42,6 +43,7 @@ Commands:
   reconcile   close overdue unpaid orders the pipeline missed (scans the order table)
   recorder    run the recorder service: outcome events into ClickHouse
   report      summarize a time window of outcomes from ClickHouse (text, json, html)
+  console     serve a web console: forecast, outcomes, task timelines, dead letters, actions
   router      run the router service (same as the router binary)
   canceller   run the canceller service (same as the canceller binary)
   version     print the version, VCS revision and Go version (also --version)
@@ -61,6 +63,7 @@ var subcommands = map[string]service.Command{
 	"reconcile":  reconcilecmd.Run,
 	"recorder":   recordercmd.Run,
 	"report":     reportcmd.Run,
+	"console":    consolecmd.Run,
 	"router":     routercmd.Run,
 	"canceller":  cancellercmd.Run,
 	"version":    runVersion,

@@ -1,0 +1,36 @@
+package console
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/hourglass/hourglass/internal/report"
+)
+
+// overviewPage is the data of the overview.
+type overviewPage struct {
+	Now       time.Time
+	Window    time.Duration
+	Report    *report.Report
+	ReportErr string
+	Forecast  *forecast
+}
+
+// overview is the page of the deadlines to come and the outcomes of the
+// recent window.
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	now := s.clock.Now()
+	p := overviewPage{Now: now, Window: s.cfg.Window}
+	rep, err := report.Build(r.Context(), s.store, report.Options{
+		From: now.Add(-s.cfg.Window), To: now, LateThreshold: s.cfg.LateThreshold,
+		Limit: min(s.cfg.MaxRows, 50), Now: now,
+	})
+	if err != nil {
+		s.log.Warn("overview: report", "err", err)
+		p.ReportErr = err.Error()
+	} else {
+		p.Report = rep
+	}
+	p.Forecast = s.buildForecast(r.Context(), now)
+	s.render(w, r, "overview", "Overview", p)
+}
