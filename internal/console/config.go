@@ -20,9 +20,6 @@ const (
 	DefaultWindow = time.Hour
 	// DefaultForecast is how far ahead the overview's forecast reaches.
 	DefaultForecast = 3 * time.Hour
-	// DefaultTaskLookback is how far back a task's close attempts are
-	// looked for.
-	DefaultTaskLookback = 30 * 24 * time.Hour
 	// DefaultMaxRows bounds the rows of every table of a page.
 	DefaultMaxRows = 200
 	// DefaultRequestTimeout bounds the work of one request, its queries
@@ -90,9 +87,6 @@ type Config struct {
 	// Forecast is how far ahead the overview's forecast reaches; default
 	// DefaultForecast (3h).
 	Forecast time.Duration
-	// TaskLookback is how far back a task's close attempts are looked for;
-	// default DefaultTaskLookback (30 days).
-	TaskLookback time.Duration
 	// LateThreshold: a final attempt later than this is late; default
 	// DefaultLateThreshold (1s).
 	LateThreshold time.Duration
@@ -129,7 +123,6 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.Window, DefaultWindow)
 	setDefault(&c.Forecast, DefaultForecast)
-	setDefault(&c.TaskLookback, DefaultTaskLookback)
 	setDefault(&c.LateThreshold, DefaultLateThreshold)
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
@@ -210,7 +203,7 @@ func (c Config) Validate() error {
 		f string
 		v time.Duration
 	}{
-		{"Window", c.Window}, {"Forecast", c.Forecast}, {"TaskLookback", c.TaskLookback},
+		{"Window", c.Window}, {"Forecast", c.Forecast},
 		{"RequestTimeout", c.RequestTimeout}, {"ShutdownTimeout", c.ShutdownTimeout},
 	} {
 		if d.v <= 0 {

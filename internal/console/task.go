@@ -21,7 +21,6 @@ type taskPage struct {
 	Events    []event
 	Attempts  []chstore.Attempt
 	Truncated bool // a list stopped at Config.MaxRows
-	Lookback  time.Duration
 	// DefaultAt is the reschedule form's suggested due time.
 	DefaultAt string
 	// Result is what an action just did to the task.
@@ -48,7 +47,7 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 // lookup returns the page of task id.
 func (s *Server) lookup(ctx context.Context, id string) *taskPage {
 	now := s.clock.Now()
-	p := &taskPage{ID: id, Lookback: s.cfg.TaskLookback, DefaultAt: now.Add(30 * time.Minute).UTC().Format(time.RFC3339)}
+	p := &taskPage{ID: id, DefaultAt: now.Add(30 * time.Minute).UTC().Format(time.RFC3339)}
 	switch {
 	case id == "":
 		return p
@@ -57,13 +56,36 @@ func (s *Server) lookup(ctx context.Context, id string) *taskPage {
 		return p
 	}
 	p.Searched = true
-	attempts, err := s.store.TaskAttempts(ctx, id, now.Add(-s.cfg.TaskLookback), s.cfg.MaxRows)
+	t, err := s.store.Task(ctx, id, s.cfg.MaxRows)
 	if err != nil {
-		p.Errors = append(p.Errors, "close attempts: "+err.Error())
+		p.Errors = append(p.Errors, err.Error())
+		return p
 	}
-	p.Attempts = attempts
-	p.Truncated = p.Truncated || len(attempts) >= s.cfg.MaxRows
-	for _, a := range attempts {
+	p.Attempts = t.Attempts
+	for _, n := range []int{len(t.Deadlines), len(t.Cancels), len(t.DeadLetters), len(t.Attempts)} {
+		p.Truncated = p.Truncated || n >= s.cfg.MaxRows
+	}
+	for _, d := range t.Deadlines {
+		detail := "kind " + cmp.Or(d.Kind, "(default)") + ", target " + cmp.Or(d.Target, "(default)")
+		p.Events = append(p.Events, event{AtMs: cmp.Or(d.ScheduledMs, d.RecordMs), What: "scheduled", Class: "scheduled", DueMs: d.DueMs,
+			Detail: detail, Where: where(d.Topic, d.Partition, d.Offset)})
+	}
+	for _, c := range t.Cancels {
+		e := event{AtMs: c.AtMs, What: "cancelled", Class: "cancel warn", DueMs: c.DueMs, Where: where(c.Topic, c.Partition, c.Offset),
+			Detail: "every deadline scheduled until then"}
+		switch {
+		case c.Withdrawn:
+			e.What, e.Detail, e.Class = "cancellation withdrawn", "deadlines not dropped yet fire again", "cancel"
+		case c.DueMs != 0:
+			e.Detail = "the deadline due then"
+		}
+		p.Events = append(p.Events, e)
+	}
+	for _, d := range t.DeadLetters {
+		p.Events = append(p.Events, event{AtMs: d.DeadMs, What: "dead-lettered", Class: "bad", Detail: d.Reason + " from " + d.Source,
+			Where: where(d.Topic, d.Partition, d.Offset)})
+	}
+	for _, a := range t.Attempts {
 		detail := string(a.Outcome)
 		if a.Detail != "" {
 			detail += ": " + a.Detail
@@ -72,17 +94,10 @@ func (s *Server) lookup(ctx context.Context, id string) *taskPage {
 			detail += " (" + a.Error + ")"
 		}
 		p.Events = append(p.Events, event{AtMs: a.ClosedMs, What: "close attempt " + itoa(a.Attempt), Class: "attempt " + outcomeClass(string(a.Outcome)),
-			DueMs: a.DueMs, Detail: detail, Where: where(a.Topic, a.Partition, a.Offset)})
+			DueMs: cmp.Or(a.DeadlineMs, a.DueMs), Detail: detail, Where: where(a.Topic, a.Partition, a.Offset)})
 	}
-	p.Errors = append(p.Errors, s.indexEvents(ctx, id, p)...)
 	slices.SortStableFunc(p.Events, func(a, b event) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	return p
-}
-
-// indexEvents adds the task's deadlines and cancellations from the
-// deadline index to p, and returns the errors of the queries.
-func (s *Server) indexEvents(_ context.Context, _ string, _ *taskPage) []string {
-	return nil
 }
 
 // outcomeClass is the CSS class of an outcome: ok, warn or bad.

@@ -72,7 +72,6 @@ var consoleFields = cli.Fields{
 	"CancellationsTopic": "cancellations-topic",
 	"Window":             "window",
 	"Forecast":           "forecast",
-	"TaskLookback":       "task-lookback",
 	"LateThreshold":      "late-threshold",
 	"MaxRows":            "max-rows",
 	"RequestTimeout":     "request-timeout",
@@ -105,7 +104,6 @@ func (o *options) register(fs *cli.FlagSet) {
 	fs.Section(service.SectionTiming)
 	fs.DurationVar(&c.Window, "window", env("console-window"), console.DefaultWindow, "the overview's outcomes and lateness cover this `duration` up to now")
 	fs.DurationVar(&c.Forecast, "forecast", env("console-forecast"), console.DefaultForecast, "the overview's forecast covers this `duration` from now")
-	fs.DurationVar(&c.TaskLookback, "task-lookback", env("console-task-lookback"), console.DefaultTaskLookback, "a task's close attempts are looked for this `duration` back")
 	fs.DurationVar(&c.LateThreshold, "late-threshold", env("console-late-threshold"), console.DefaultLateThreshold, "a final close attempt later than this `duration` counts as late")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", env("console-request-timeout"), console.DefaultRequestTimeout, "bound on the work of one request (queries, reads, produces)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env("console-shutdown-timeout"), console.DefaultShutdownTimeout, "bound on the wait for requests in flight when stopping")
@@ -127,7 +125,7 @@ func (o *options) validate(fs *cli.FlagSet) error {
 		flag string
 		v    time.Duration
 	}{
-		{"window", c.Window}, {"forecast", c.Forecast}, {"task-lookback", c.TaskLookback},
+		{"window", c.Window}, {"forecast", c.Forecast},
 		{"request-timeout", c.RequestTimeout}, {"shutdown-timeout", c.ShutdownTimeout},
 	} {
 		if d.v <= 0 {
