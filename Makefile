@@ -41,6 +41,11 @@ report-png: ## the HTML report of fixed data rendered by headless Chromium to bi
 	@command -v chromium >/dev/null || { echo "report-png: no chromium on PATH; scripts/deps.sh installs it"; exit 1; }
 	$(GO) test -count=1 -run '^TestHTMLScreenshot$$' -v ./internal/report/ -args -report-png=$(abspath $(BIN))/report.png
 
+.PHONY: console-png
+console-png: ## screenshots of the console's pages over a test pipeline, by headless Chromium, into docs/console/*.png (needs ClickHouse: scripts/deps.sh)
+	@command -v chromium >/dev/null || { echo "console-png: no chromium on PATH; scripts/deps.sh installs it"; exit 1; }
+	$(GO) test -count=1 -run '^TestConsole$$' ./internal/console/ -args -console-png=$(abspath docs/console)
+
 .PHONY: fuzz
 fuzz: ## fuzz the record header decoder for a minute
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./pkg/tiers
