@@ -30,6 +30,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return hourglasscmd.Run(ctx, append([]string{"demo"}, args...), stdout, stderr)
 }
 
+// consoleCmd runs `hourglass console args...`.
+func consoleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return hourglasscmd.Run(ctx, append([]string{"console"}, args...), stdout, stderr)
+}
+
 // TestBadConfig checks that every command rejects bad flag and environment
 // values before it connects to anything, with an service.UsageError (exit 2)
 // that names the flag, and the environment variable when one was used.
@@ -68,6 +73,12 @@ func TestBadConfig(t *testing.T) {
 		{"demo negative max delay", demo, []string{"--max-delay", "-1s"}, nil, []string{"--max-delay"}},
 		{"demo listen not host:port", demo, []string{"--listen", "nope"}, nil, []string{"--listen"}},
 		{"demo listen not loopback", demo, []string{"--listen", "192.0.2.1:9092"}, nil, []string{"--listen"}},
+		{"console actions beyond loopback", consoleCmd, []string{"--listen", "0.0.0.0:8089", "--allow-actions"}, nil, []string{"--allow-actions", "--token-file", "--console-tls-client-ca"}},
+		{"console listen without host", consoleCmd, []string{"--listen", ":8089"}, nil, []string{"--listen"}},
+		{"console zero rows", consoleCmd, []string{"--max-rows", "0"}, nil, []string{"--max-rows"}},
+		{"console key without cert", consoleCmd, []string{"--console-tls-key", "k.pem"}, nil, []string{"--console-tls-key", "--console-tls-cert"}},
+		{"console token file missing", consoleCmd, []string{"--token-file", "/nonexistent/token", "--check-config"}, nil, []string{"--token-file", "no such file"}},
+		{"console actions from env", consoleCmd, []string{"--listen", "0.0.0.0:8089"}, map[string]string{"HOURGLASS_CONSOLE_ALLOW_ACTIONS": "true"}, []string{"--allow-actions", "HOURGLASS_CONSOLE_ALLOW_ACTIONS"}},
 		{"unknown command", hourglasscmd.Run, []string{"nope"}, nil, []string{`"nope"`}},
 		{"no command", hourglasscmd.Run, nil, nil, []string{"no command"}},
 	}
