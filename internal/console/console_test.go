@@ -76,16 +76,19 @@ func TestConsole(t *testing.T) {
 
 	t.Run("lookup", func(t *testing.T) {
 		b := browser.in(t)
-		for _, tc := range []struct{ id, want string }{
-			{"order-scheduled", "scheduled"},
-			{"order-cancelled", "cancelled"},
-			{"order-closed", "close attempt 1"},
+		for _, tc := range []struct{ id, want, state string }{
+			{"order-scheduled", "scheduled", "waiting"},
+			{"order-cancelled", "cancelled", "came before the due time: the router drops it"},
+			{"order-closed", "close attempt 1", "closed"},
 		} {
 			b.open(base + "/task")
 			b.do(chromedp.SetValue(chromedp.CSS("#task-id"), tc.id), chromedp.Click(chromedp.CSS("#lookup")),
 				chromedp.WaitVisible(chromedp.CSS("#timeline")))
 			if s := b.text("#timeline"); !strings.Contains(s, tc.want) {
 				t.Errorf("timeline of %s lacks %q:\n%s", tc.id, tc.want, s)
+			}
+			if s := b.text("#deadlines"); !strings.Contains(s, tc.state) {
+				t.Errorf("the deadline of %s is not shown %q:\n%s", tc.id, tc.state, s)
 			}
 			if tc.id == "order-closed" && !strings.Contains(b.text("#timeline"), "closed") {
 				t.Errorf("timeline of order-closed shows no closed outcome:\n%s", b.text("#timeline"))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -19,6 +20,9 @@ type taskPage struct {
 	Problem   string // why the id was not looked up
 	Errors    []string
 	Events    []event
+	// Deadlines says where each deadline of the task is, as hourglass
+	// status --clickhouse does.
+	Deadlines []taskstatus.Deadline
 	Attempts  []chstore.Attempt
 	Truncated bool // a list stopped at Config.MaxRows
 	// DefaultAt is the reschedule form's suggested due time.
@@ -62,6 +66,7 @@ func (s *Server) lookup(ctx context.Context, id string) *taskPage {
 		return p
 	}
 	p.Attempts = t.Attempts
+	p.Deadlines = taskstatus.Deadlines(taskstatus.FromIndex(t, s.cfg.Prefix), now)
 	for _, n := range []int{len(t.Deadlines), len(t.Cancels), len(t.DeadLetters), len(t.Attempts)} {
 		p.Truncated = p.Truncated || n >= s.cfg.MaxRows
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -178,7 +179,7 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	col.mu.Unlock()
 
-	checkStatus(t, a, "acl-hopped", statuscmd.StateClosed)
+	checkStatus(t, a, "acl-hopped", taskstatus.StateClosed)
 	if err := waitFor(ctx, t, func() bool {
 		rows, err := attemptRows(ctx, store, ch.Database)
 		return err == nil && len(rows) == col.count()

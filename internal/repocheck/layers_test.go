@@ -17,7 +17,7 @@ var libraries = []string{
 	"./internal/router", "./internal/canceller", "./internal/recorder", "./internal/consumer",
 	"./internal/record", "./internal/kafka", "./internal/topics", "./internal/chstore",
 	"./internal/report", "./internal/cancels", "./internal/closer/...", "./internal/outcome",
-	"./internal/deadletter", "./internal/console",
+	"./internal/deadletter", "./internal/console", "./internal/taskstatus",
 	"./pkg/tiers",
 }
 

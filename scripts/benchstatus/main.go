@@ -38,6 +38,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/embedded"
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/recorder"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -265,7 +266,7 @@ func lookups(ctx context.Context, ids, args []string) (Timings, int64, error) {
 		if err := json.Unmarshal(out.Bytes(), &st); err != nil {
 			return t, 0, fmt.Errorf("status %s: %w", id, err)
 		}
-		if len(st.Deadlines) == 1 && st.Deadlines[0].State == statuscmd.StateWaiting {
+		if len(st.Deadlines) == 1 && st.Deadlines[0].State == taskstatus.StateWaiting {
 			t.Found++
 		}
 		for _, p := range st.Read {

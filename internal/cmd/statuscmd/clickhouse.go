@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 )
 
 // maxClickHouseRows bounds the attempts status takes from ClickHouse.
@@ -26,15 +27,15 @@ func queryClickHouse(ctx context.Context, cfg chstore.Config, id string, from ti
 	q.Rows = len(rows)
 	return func(st *Status) {
 		st.CH = q
-		seen := map[string]*Event{}
+		seen := map[string]*taskstatus.Event{}
 		for i := range st.Events {
-			if e := &st.Events[i]; e.Type == TypeOutcome && e.Source == SourceKafka {
+			if e := &st.Events[i]; e.Type == taskstatus.TypeOutcome && e.Source == taskstatus.SourceKafka {
 				seen[attemptKey(e.Of, e.Outcome, e.TimeMs)] = e
 			}
 		}
 		for _, a := range rows {
-			e := Event{Type: TypeOutcome, Source: SourceClickHouse, Partition: -1, Offset: -1}
-			e.fromOutcome(a.Event)
+			e := taskstatus.Event{Type: taskstatus.TypeOutcome, Source: taskstatus.SourceClickHouse, Partition: -1, Offset: -1}
+			e.FromOutcome(a.Event)
 			if k, ok := seen[attemptKey(e.Of, e.Outcome, e.TimeMs)]; ok {
 				k.InClickHouse = true
 				continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 )
@@ -43,14 +44,14 @@ func TestStatusClickHouse(t *testing.T) {
 	}
 	var marked, added int
 	for _, e := range st.Events {
-		if e.InClickHouse && e.Source == statuscmd.SourceKafka && e.Outcome == "retry" {
+		if e.InClickHouse && e.Source == taskstatus.SourceKafka && e.Outcome == "retry" {
 			marked++
 		}
-		if e.Source == statuscmd.SourceClickHouse && e.Outcome == "closed" && e.Attempt == 2 && e.Partition == -1 {
+		if e.Source == taskstatus.SourceClickHouse && e.Outcome == "closed" && e.Attempt == 2 && e.Partition == -1 {
 			added++
 		}
 	}
-	if d := only(t, st); marked != 1 || added != 1 || d.State != statuscmd.StateClosed || d.Record != "clickhouse" {
+	if d := only(t, st); marked != 1 || added != 1 || d.State != taskstatus.StateClosed || d.Record != "clickhouse" {
 		t.Errorf("marked %d, added %d, deadline %+v:\n%s", marked, added, d, out)
 	}
 

@@ -1,5 +1,6 @@
-// Package statuscmd is `hourglass status ID`: where one task is now, read
-// from Kafka and, with --clickhouse, from ClickHouse's outcomes table.
+// Package statuscmd is `hourglass status ID`: where one task is now, looked
+// up with --clickhouse in the deadline index in ClickHouse, or read from
+// Kafka (package taskstatus says where each deadline is).
 //
 // A task's records share a key, the task id, so each topic holds them in
 // one partition: the one the producers' partitioner (murmur2 of the key,
@@ -9,11 +10,7 @@
 // delay record names) from the first offset at or after --since up to its
 // last stable offset, committed records only, without a consumer group,
 // and keeps what it prints of the records of the key, the latest 1000
-// (kept.go). It groups them by deadline and says
-// where each deadline is: waiting in a tier, overdue, forwarded, retrying,
-// closed with an outcome, cancelled, failed or dead-lettered, with the
-// cancellation that covers it and whether that came before the due time,
-// after it, or after the forward. The whole command is bounded by
+// (kept.go). The whole command is bounded by
 // --timeout: what was not read by then is reported as incomplete, on
 // stderr as it goes when the read is long, and in the exit status.
 package statuscmd

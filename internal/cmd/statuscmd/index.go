@@ -3,17 +3,11 @@ package statuscmd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hourglass/hourglass/internal/chstore"
-	"github.com/hourglass/hourglass/internal/record"
-	"github.com/hourglass/hourglass/pkg/tiers"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 )
-
-// SourceIndex marks an event of a record as the deadline index in
-// ClickHouse holds it (chstore.Store.Task), not as read from Kafka.
-const SourceIndex = "index"
 
 // maxIndexRows bounds the rows of each index table status takes.
 const maxIndexRows = 1000
@@ -31,7 +25,7 @@ type IndexQ struct {
 
 // lookupIndex looks task id up in the deadline index and the outcomes, and
 // returns its events: what status shows without reading Kafka.
-func lookupIndex(ctx context.Context, cfg chstore.Config, id, prefix string, now func() time.Time) ([]Event, *IndexQ) {
+func lookupIndex(ctx context.Context, cfg chstore.Config, id, prefix string, now func() time.Time) ([]taskstatus.Event, *IndexQ) {
 	q := &IndexQ{Database: cfg.WithDefaults().Database}
 	start := now()
 	ti, err := taskIndex(ctx, cfg, id)
@@ -40,7 +34,7 @@ func lookupIndex(ctx context.Context, cfg chstore.Config, id, prefix string, now
 		q.Error = err.Error()
 		return nil, q
 	}
-	events := indexEvents(ti, prefix)
+	events := taskstatus.FromIndex(ti, prefix)
 	q.Rows = len(events)
 	return events, q
 }
@@ -52,40 +46,6 @@ func taskIndex(ctx context.Context, cfg chstore.Config, id string) (*chstore.Tas
 	}
 	defer store.Close()
 	return store.Task(ctx, id, maxIndexRows)
-}
-
-// indexEvents are the events of what the index holds of a task: each
-// deadline's first record, the cancellations, the dead letters and the
-// close attempts.
-func indexEvents(ti *chstore.TaskIndex, prefix string) []Event {
-	var out []Event
-	for _, d := range ti.Deadlines {
-		e := Event{TimeMs: d.RecordMs, Type: TypeDelay, Source: SourceIndex, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset,
-			DeadlineMs: d.DueMs, DueMs: d.DueMs, ScheduledMs: d.ScheduledMs, Target: d.Target, Kind: d.Kind}
-		if t, ok := record.TierOf(prefix, d.Topic); ok {
-			e.Tier = tiers.Name(t)
-		}
-		out = append(out, e)
-	}
-	for _, c := range ti.Cancels {
-		out = append(out, Event{TimeMs: c.AtMs, Type: TypeCancellation, Source: SourceIndex, Topic: c.Topic, Partition: c.Partition,
-			Offset: c.Offset, DueMs: c.DueMs, Withdrawn: c.Withdrawn})
-	}
-	for _, d := range ti.DeadLetters {
-		e := Event{TimeMs: d.DeadMs, Type: TypeDeadLetter, Source: SourceIndex, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset,
-			Of: d.Source, DeadlineMs: d.DeadlineMs, DueMs: d.DeadlineMs}
-		e.Reason, e.Detail, _ = strings.Cut(d.Reason, ": ")
-		out = append(out, e)
-	}
-	for _, a := range ti.Attempts {
-		e := Event{Type: TypeOutcome, Source: SourceClickHouse, Partition: -1, Offset: -1}
-		e.fromOutcome(a.Event)
-		out = append(out, e)
-	}
-	for i := range out {
-		out[i].clip()
-	}
-	return out
 }
 
 // indexText says what the lookup in the index found, for the text output.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/recorder"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/chtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -55,10 +55,10 @@ func TestStatusIndex(t *testing.T) {
 
 	chFlags := []string{"--clickhouse", "--clickhouse-addr", cfg.Addr, "--clickhouse-database", cfg.Database}
 	for _, tt := range []struct{ id, state string }{
-		{"waiting", statuscmd.StateWaiting},
-		{"cancelled", statuscmd.StateWaiting}, // covered by a cancellation made before it is due
-		{"closed", statuscmd.StateClosed},
-		{"dead", statuscmd.StateDeadLettered},
+		{"waiting", taskstatus.StateWaiting},
+		{"cancelled", taskstatus.StateWaiting}, // covered by a cancellation made before it is due
+		{"closed", taskstatus.StateClosed},
+		{"dead", taskstatus.StateDeadLettered},
 	} {
 		scanned, _ := p.status(tt.id)
 		indexed, out := p.status(tt.id, chFlags...)

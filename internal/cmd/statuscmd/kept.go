@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -28,10 +29,10 @@ type kept struct {
 // add keeps the event of rec, found in a partition of p's topic, and notes
 // the target a delay record names unless read already holds its topic.
 func (k *kept) add(rec *kgo.Record, p *PartRead, prefix string, read []*PartRead) {
-	if p.Role == roleDelay {
+	if p.Role == taskstatus.RoleDelay {
 		k.name(rec, read)
 	}
-	e := decode(rec, p.Role, prefix)
+	e := taskstatus.Decode(rec, p.Role, prefix)
 	switch {
 	case len(k.events) < maxEvents:
 		heap.Push(&k.events, e)
@@ -58,12 +59,12 @@ func (k *kept) name(rec *kgo.Record, read []*PartRead) {
 
 // eventHeap is a min-heap of events by time: its first is the one to
 // drop for a later one.
-type eventHeap []Event
+type eventHeap []taskstatus.Event
 
 func (h eventHeap) Len() int           { return len(h) }
 func (h eventHeap) Less(i, j int) bool { return h[i].TimeMs < h[j].TimeMs }
 func (h eventHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)        { *h = append(*h, x.(Event)) }
+func (h *eventHeap) Push(x any)        { *h = append(*h, x.(taskstatus.Event)) }
 func (h *eventHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -54,9 +55,9 @@ func TestStatusClipsText(t *testing.T) {
 	r := p.schedule("long", now.Add(-time.Hour), now.Add(-time.Minute))
 	p.deadLetter(r, "close_failed: "+strings.Repeat("x", 100_000), now)
 	st, out := p.status("long")
-	var dl *statuscmd.Event
+	var dl *taskstatus.Event
 	for i := range st.Events {
-		if st.Events[i].Type == statuscmd.TypeDeadLetter {
+		if st.Events[i].Type == taskstatus.TypeDeadLetter {
 			dl = &st.Events[i]
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/internal/record"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
 	"github.com/hourglass/hourglass/pkg/tiers"
@@ -186,7 +187,7 @@ func (p *pipeline) status(id string, args ...string) (*statuscmd.Status, string)
 }
 
 // only returns the one deadline of st.
-func only(t *testing.T, st *statuscmd.Status) statuscmd.Deadline {
+func only(t *testing.T, st *statuscmd.Status) taskstatus.Deadline {
 	t.Helper()
 	if len(st.Deadlines) != 1 {
 		t.Fatalf("%d deadlines, want 1: %+v", len(st.Deadlines), st.Deadlines)

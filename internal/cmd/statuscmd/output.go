@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/term"
 )
 
@@ -24,13 +25,13 @@ type Status struct {
 	// Complete is set when every partition was read to its end and
 	// ClickHouse, when asked, answered: a status that is not complete may
 	// miss records.
-	Complete  bool       `json:"complete"`
-	Deadlines []Deadline `json:"deadlines"`
+	Complete  bool                  `json:"complete"`
+	Deadlines []taskstatus.Deadline `json:"deadlines"`
 	// Events are the task's records and ClickHouse rows, by time: of the
 	// records, the latest 1000.
-	Events []Event      `json:"events"`
-	Read   []*PartRead  `json:"read"`
-	CH     *ClickHouseQ `json:"clickhouse,omitempty"`
+	Events []taskstatus.Event `json:"events"`
+	Read   []*PartRead        `json:"read"`
+	CH     *ClickHouseQ       `json:"clickhouse,omitempty"`
 	// Index is the lookup in the deadline index (--clickhouse without
 	// --scan), which takes the place of Read.
 	Index *IndexQ `json:"index,omitempty"`
@@ -72,17 +73,17 @@ func renderText(w io.Writer, st *Status) error {
 	case st.Index != nil && st.Index.Error == "" && len(st.Deadlines) == 0:
 		fmt.Fprintf(w, "  the deadline index holds nothing of it: it was not scheduled under this prefix since the recorder indexes it; --scan reads Kafka too\n")
 	case len(st.Deadlines) == 0 && len(unread) == 0 && st.AllPartitions:
-		fmt.Fprintf(w, "  no records of it since %s in any partition\n", stamp(st.SinceMs))
+		fmt.Fprintf(w, "  no records of it since %s in any partition\n", taskstatus.Stamp(st.SinceMs))
 	case len(st.Deadlines) == 0 && len(unread) == 0:
 		fmt.Fprintf(w, "  %s\n", notFound(st))
 	case len(st.Deadlines) == 0:
 		fmt.Fprintf(w, "  no records of it found since %s, but %s could not be read to the end (below): records of it may be there\n",
-			stamp(st.SinceMs), strings.Join(unread, ", "))
+			taskstatus.Stamp(st.SinceMs), strings.Join(unread, ", "))
 	case len(unread) > 0:
 		fmt.Fprintf(w, "  %s could not be read to the end (below): records of it may be missing\n", strings.Join(unread, ", "))
 	}
 	for _, d := range st.Deadlines {
-		name := "deadline " + stamp(d.DeadlineMs)
+		name := "deadline " + taskstatus.Stamp(d.DeadlineMs)
 		if d.DeadlineMs == 0 {
 			name = "deadline unknown"
 		}
@@ -94,7 +95,7 @@ func renderText(w io.Writer, st *Status) error {
 		fmt.Fprintln(tw, "TIME\tEVENT\tRECORD\tDETAIL")
 		for i := range st.Events {
 			e := &st.Events[i]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(e.TimeMs), label(e), e.where(), eventDetail(e))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", taskstatus.Stamp(e.TimeMs), label(e), e.Where(), eventDetail(e))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -130,7 +131,7 @@ func notFound(st *Status) string {
 	}
 	return fmt.Sprintf("no records of %s since %s in %s, as the Go and Java clients and the examples partition it; "+
 		"a producer that partitions otherwise (kcat without -X partitioner=murmur2_random) puts it elsewhere: --all-partitions reads every partition",
-		term.Quote(st.TaskID), stamp(st.SinceMs), where)
+		term.Quote(st.TaskID), taskstatus.Stamp(st.SinceMs), where)
 }
 
 // unreadParts names the partitions that were not read to their end: their
@@ -146,37 +147,37 @@ func unreadParts(st *Status) []string {
 }
 
 // label names an event in the timeline.
-func label(e *Event) string {
+func label(e *taskstatus.Event) string {
 	switch {
-	case e.Type == TypeDelay && e.Attempt > 1 && e.Hops == 0:
+	case e.Type == taskstatus.TypeDelay && e.Attempt > 1 && e.Hops == 0:
 		return "retry"
-	case e.Type == TypeDelay && e.Hops > 0:
+	case e.Type == taskstatus.TypeDelay && e.Hops > 0:
 		return "hop"
-	case e.Type == TypeDelay:
+	case e.Type == taskstatus.TypeDelay:
 		return "scheduled"
-	case e.Type == TypeCancellation && e.Withdrawn:
+	case e.Type == taskstatus.TypeCancellation && e.Withdrawn:
 		return "withdrawal"
-	case e.Type == TypeOutcome && e.Outcome != "":
+	case e.Type == taskstatus.TypeOutcome && e.Outcome != "":
 		return "outcome " + term.Quote(e.Outcome)
 	}
 	return strings.ReplaceAll(e.Type, "_", " ")
 }
 
 // eventDetail is the detail column of an event.
-func eventDetail(e *Event) string {
+func eventDetail(e *taskstatus.Event) string {
 	var parts []string
 	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
-	if e.Type == TypeCancellation {
+	if e.Type == taskstatus.TypeCancellation {
 		switch {
 		case e.Withdrawn:
 			add("withdraws the task's cancellation")
 		case e.DueMs != 0:
-			add("the deadline due %s", stamp(e.DueMs))
+			add("the deadline due %s", taskstatus.Stamp(e.DueMs))
 		default:
 			add("every deadline scheduled until then")
 		}
 	} else if e.DueMs != 0 {
-		add("due %s", stamp(e.DueMs))
+		add("due %s", taskstatus.Stamp(e.DueMs))
 	}
 	if e.Attempt > 1 {
 		add("attempt %d", e.Attempt)
@@ -198,7 +199,7 @@ func eventDetail(e *Event) string {
 // readText says what was read, and what was not.
 func readText(st *Status) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "read since %s:\n", stamp(st.SinceMs))
+	fmt.Fprintf(&b, "read since %s:\n", taskstatus.Stamp(st.SinceMs))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, p := range st.Read {
 		switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -47,7 +48,7 @@ func TestStatusOtherPartition(t *testing.T) {
 
 	st, _ := p.status("order-8", "--all-partitions")
 	d := only(t, st)
-	if d.State != statuscmd.StateWaiting || d.Topic != r2.Topic || !st.Complete || !st.AllPartitions {
+	if d.State != taskstatus.StateWaiting || d.Topic != r2.Topic || !st.Complete || !st.AllPartitions {
 		t.Errorf("--all-partitions: deadline %+v, complete %v, all_partitions %v", d, st.Complete, st.AllPartitions)
 	}
 	if len(st.Events) != 1 || st.Events[0].Partition != r2.Partition {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 )
 
 // Progress on stderr: a read of more than farRecords offsets in all is
@@ -28,24 +29,15 @@ var (
 // source is a topic status reads, and what it holds.
 type source struct {
 	topic string
-	role  string // one of the role constants
+	role  taskstatus.Role
 }
-
-// Roles of the topics status reads.
-const (
-	roleDelay         = "delay"
-	roleTarget        = "target"
-	roleOutcomes      = "outcomes"
-	roleDeadLetter    = "dead_letter"
-	roleCancellations = "cancellations"
-)
 
 // PartRead is what status read of one partition: the partition the task
 // id's records go to in one topic, or with --all-partitions any of them.
 type PartRead struct {
-	Topic     string `json:"topic"`
-	Role      string `json:"role"`
-	Partition int32  `json:"partition"`
+	Topic     string          `json:"topic"`
+	Role      taskstatus.Role `json:"role"`
+	Partition int32           `json:"partition"`
 	// FromOffset is the first offset at or after --since; EndOffset the
 	// last stable offset when the read began.
 	FromOffset int64 `json:"from_offset"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/kafka"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/hung"
 	"github.com/hourglass/hourglass/internal/testutil/kfaketest"
@@ -36,7 +37,7 @@ func TestStatusNamedTarget(t *testing.T) {
 	p.produce(r)
 	p.onward(r, other, now.Add(-time.Minute), hdr(tiers.HeaderForwarded, formatMs(now.Add(-time.Minute))))
 	st, out := p.status("n")
-	if d := only(t, st); d.State != statuscmd.StateForwarded || d.Target != other {
+	if d := only(t, st); d.State != taskstatus.StateForwarded || d.Target != other {
 		t.Errorf("deadline %+v, want forwarded to %s:\n%s", d, other, out)
 	}
 }
@@ -124,7 +125,7 @@ func TestStatusMissingTopics(t *testing.T) {
 	// Every delay topic of the default ladder but 1m, and the cancel,
 	// outcomes, dead-letter and cancellations topics.
 	want := tiers.DefaultTable().Len() - 1 + 4
-	if d := only(t, st); d.State != statuscmd.StateWaiting || missing != want || !st.Complete {
+	if d := only(t, st); d.State != taskstatus.StateWaiting || missing != want || !st.Complete {
 		t.Errorf("state %s, %d topics missing, complete %v, want waiting, %d, true:\n%s", d.State, missing, st.Complete, want, out)
 	}
 	stdout, _, err := cmdtest.Run(t, statuscmd.Run, append(p.flags(), "m")...)

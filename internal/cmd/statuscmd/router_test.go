@@ -10,6 +10,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/routercmd"
 	"github.com/hourglass/hourglass/internal/cmd/schedulecmd"
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/internal/testutil/poll"
 )
@@ -57,9 +58,9 @@ func TestStatusWithRouter(t *testing.T) {
 		return got, stdout
 	}
 	for id, want := range map[string][]string{
-		"drop": {statuscmd.StateCancelled},
-		"move": {statuscmd.StateCancelled, statuscmd.StateForwarded},
-		"keep": {statuscmd.StateForwarded},
+		"drop": {taskstatus.StateCancelled},
+		"move": {taskstatus.StateCancelled, taskstatus.StateForwarded},
+		"keep": {taskstatus.StateForwarded},
 	} {
 		var out string
 		poll.Until(t, 30*time.Second, id+" to be "+join(want), func() bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/statuscmd"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/testutil/cmdtest"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -25,7 +26,7 @@ func TestScheduleThenStatus(t *testing.T) {
 	d := only(t, st)
 	topic := p.delay(30 * time.Minute)
 	part := kafka.KeyPartition(topic, []byte("order-1"), partitions)
-	if d.State != statuscmd.StateWaiting || d.Topic != topic || d.Tier != "30m" || d.Kind != "" || d.Cancellation != nil {
+	if d.State != taskstatus.StateWaiting || d.Topic != topic || d.Tier != "30m" || d.Kind != "" || d.Cancellation != nil {
 		t.Errorf("deadline %+v, want waiting in %s", d, topic)
 	}
 	if due := time.UnixMilli(d.DueMs); time.Until(due) < 36*time.Minute || d.DeadlineMs != d.DueMs || d.ScheduledMs == 0 {
@@ -98,12 +99,12 @@ func TestStatusFinds(t *testing.T) {
 		id, state, outcome, relation string
 		deadlines                    int
 	}{
-		{"closed", statuscmd.StateClosed, "closed", "", 1},
-		{"cancelled", statuscmd.StateCancelled, "cancelled", statuscmd.RelationBeforeDue, 1},
-		{"too-late", statuscmd.StateForwarded, "", statuscmd.RelationAfterForward, 1},
-		{"pending", statuscmd.StateWaiting, "", statuscmd.RelationBeforeDue, 1},
-		{"overdue", statuscmd.StateOverdue, "", "", 1},
-		{"failed", statuscmd.StateFailed, "failed", "", 2},
+		{"closed", taskstatus.StateClosed, "closed", "", 1},
+		{"cancelled", taskstatus.StateCancelled, "cancelled", taskstatus.RelationBeforeDue, 1},
+		{"too-late", taskstatus.StateForwarded, "", taskstatus.RelationAfterForward, 1},
+		{"pending", taskstatus.StateWaiting, "", taskstatus.RelationBeforeDue, 1},
+		{"overdue", taskstatus.StateOverdue, "", "", 1},
+		{"failed", taskstatus.StateFailed, "failed", "", 2},
 	}
 	for _, tt := range tests {
 		st, out := p.status(tt.id)
@@ -134,7 +135,7 @@ func TestStatusFinds(t *testing.T) {
 	if d := st.Deadlines[0]; d.Attempt != 2 || d.Reason != "retries_exhausted" || d.DueMs != at(-8*time.Minute).UnixMilli() || d.DeadlineMs != at(-9*time.Minute).UnixMilli() {
 		t.Errorf("failed: %+v", d)
 	}
-	if d := st.Deadlines[1]; d.DeadlineMs != 0 || d.State != statuscmd.StateDeadLettered || d.Reason != "due_not_a_number" {
+	if d := st.Deadlines[1]; d.DeadlineMs != 0 || d.State != taskstatus.StateDeadLettered || d.Reason != "due_not_a_number" {
 		t.Errorf("refused: %+v", d)
 	}
 	for id, want := range map[string]string{
@@ -150,7 +151,7 @@ func TestStatusFinds(t *testing.T) {
 	}
 	invalid := 0
 	for _, e := range st.Events {
-		if e.Type == statuscmd.TypeDelay && e.Invalid != "" {
+		if e.Type == taskstatus.TypeDelay && e.Invalid != "" {
 			invalid++
 		}
 	}

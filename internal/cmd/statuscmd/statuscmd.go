@@ -20,6 +20,7 @@ import (
 	"github.com/hourglass/hourglass/internal/cmd/flags"
 	"github.com/hourglass/hourglass/internal/kafka"
 	"github.com/hourglass/hourglass/internal/service"
+	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -212,12 +213,12 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	from := now.Add(-o.since)
-	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), AllPartitions: o.allParts, Events: []Event{}, Read: []*PartRead{}}
+	st := &Status{TaskID: o.id, NowMs: now.UnixMilli(), SinceMs: from.UnixMilli(), AllPartitions: o.allParts, Events: []taskstatus.Event{}, Read: []*PartRead{}}
 	if o.clickhouse && !o.scan {
 		events, q := lookupIndex(ctx, o.ch, o.id, o.prefix, time.Now)
 		st.Index, st.Events = q, append(st.Events, events...)
-		slices.SortStableFunc(st.Events, func(a, b Event) int { return byTime(&a, &b) })
-		st.Deadlines = deadlines(st.Events, now)
+		slices.SortStableFunc(st.Events, func(a, b taskstatus.Event) int { return taskstatus.ByTime(&a, &b) })
+		st.Deadlines = taskstatus.Deadlines(st.Events, now)
 		st.Complete = q.Error == ""
 		return st, nil
 	}
@@ -238,8 +239,8 @@ func collect(ctx context.Context, o *options, progress io.Writer, now time.Time)
 	st.Read = reads
 	st.Events, st.EventsDropped = append(st.Events, got.events...), got.dropped
 	merge(st)
-	slices.SortStableFunc(st.Events, func(a, b Event) int { return byTime(&a, &b) })
-	st.Deadlines = deadlines(st.Events, now)
+	slices.SortStableFunc(st.Events, func(a, b taskstatus.Event) int { return taskstatus.ByTime(&a, &b) })
+	st.Deadlines = taskstatus.Deadlines(st.Events, now)
 	st.Complete = !slices.ContainsFunc(reads, func(p *PartRead) bool { return !p.Complete || p.Error != "" }) &&
 		(st.CH == nil || st.CH.Error == "")
 	return st, nil
@@ -277,20 +278,20 @@ func readKafka(ctx context.Context, o *options, progress io.Writer, from time.Ti
 // sources are the topics status reads, each once.
 func (o *options) sources() []source {
 	var out []source
-	add := func(topic, role string) {
+	add := func(topic string, role taskstatus.Role) {
 		if !slices.ContainsFunc(out, func(s source) bool { return s.topic == topic }) {
 			out = append(out, source{topic, role})
 		}
 	}
 	for _, t := range o.table.Topics(o.prefix) {
-		add(t, roleDelay)
+		add(t, taskstatus.RoleDelay)
 	}
 	for _, t := range o.targets {
-		add(t, roleTarget)
+		add(t, taskstatus.RoleTarget)
 	}
-	add(o.outcomes, roleOutcomes)
-	add(o.deadLetter, roleDeadLetter)
-	add(o.cancellations, roleCancellations)
+	add(o.outcomes, taskstatus.RoleOutcomes)
+	add(o.deadLetter, taskstatus.RoleDeadLetter)
+	add(o.cancellations, taskstatus.RoleCancellations)
 	return out
 }
 
@@ -299,7 +300,7 @@ func (o *options) sources() []source {
 func namedTargets(targets []string) []source {
 	out := make([]source, len(targets))
 	for i, t := range targets {
-		out[i] = source{t, roleTarget}
+		out[i] = source{t, taskstatus.RoleTarget}
 	}
 	return out
 }

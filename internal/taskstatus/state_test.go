@@ -1,4 +1,4 @@
-package statuscmd
+package taskstatus
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestLatestCancellationSkipsInvalid(t *testing.T) {
 		{TimeMs: 3000, Type: TypeCancellation, Source: SourceKafka, Topic: "t.cancellations", Offset: 1,
 			Invalid: "header_invalid: header hourglass-due is \"soon\""},
 	}
-	ds := deadlines(events, time.UnixMilli(5000))
+	ds := Deadlines(events, time.UnixMilli(5000))
 	if len(ds) != 1 {
 		t.Fatalf("%d deadlines, want 1", len(ds))
 	}

@@ -1,4 +1,4 @@
-package statuscmd
+package taskstatus
 
 import (
 	"fmt"
@@ -33,8 +33,26 @@ const (
 
 // Sources of an event.
 const (
-	SourceKafka      = "kafka"
+	// SourceKafka: a record read from Kafka.
+	SourceKafka = "kafka"
+	// SourceClickHouse: a row of the outcomes in ClickHouse, which
+	// locates no record.
 	SourceClickHouse = "clickhouse"
+	// SourceIndex: a record as the deadline index in ClickHouse holds it
+	// (chstore.Store.Task), not read from Kafka.
+	SourceIndex = "index"
+)
+
+// Role is what a topic holds, and so what its records are.
+type Role string
+
+// Roles of the topics a task passes through.
+const (
+	RoleDelay         Role = "delay"
+	RoleTarget        Role = "target"
+	RoleOutcomes      Role = "outcomes"
+	RoleDeadLetter    Role = "dead_letter"
+	RoleCancellations Role = "cancellations"
 )
 
 // Event is one record of the task, or one row of ClickHouse's outcomes
@@ -82,7 +100,7 @@ type Event struct {
 
 // where is "topic[partition]@offset", or "clickhouse" for a row of the
 // outcomes.
-func (e *Event) where() string {
+func (e *Event) Where() string {
 	if e.Source == SourceClickHouse {
 		return SourceClickHouse
 	}
@@ -92,26 +110,26 @@ func (e *Event) where() string {
 // decode returns the event of r, found in a topic of role: what status
 // shows of it, copied out of the record, with the text that comes from the
 // record cut as an outcome event's is (clip).
-func decode(r *kgo.Record, role, prefix string) Event {
+func Decode(r *kgo.Record, role Role, prefix string) Event {
 	e := Event{TimeMs: r.Timestamp.UnixMilli(), Source: SourceKafka, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	switch role {
-	case roleDelay:
+	case RoleDelay:
 		e.Type = TypeDelay
 		if d, ok := record.TierOf(prefix, r.Topic); ok {
 			e.Tier = tiers.Name(d)
 		}
 		e.meta(r)
-	case roleTarget:
+	case RoleTarget:
 		e.Type = TypeForwarded
 		e.meta(r)
 		if e.ForwardedMs != 0 {
 			e.TimeMs = e.ForwardedMs
 		}
-	case roleOutcomes:
+	case RoleOutcomes:
 		e.outcome(r)
-	case roleDeadLetter:
+	case RoleDeadLetter:
 		e.deadLetter(r)
-	case roleCancellations:
+	case RoleCancellations:
 		e.Type = TypeCancellation
 		c, err := tiers.DecodeCancellation(r)
 		if err != nil {
@@ -177,11 +195,11 @@ func (e *Event) outcome(r *kgo.Record) {
 		e.Invalid = err.Error()
 		return
 	}
-	e.fromOutcome(ev)
+	e.FromOutcome(ev)
 }
 
 // fromOutcome fills e from an outcome event.
-func (e *Event) fromOutcome(ev outcome.Event) {
+func (e *Event) FromOutcome(ev outcome.Event) {
 	e.Outcome, e.Detail, e.Error = string(ev.Outcome), ev.Detail, ev.Error
 	e.Kind, e.Attempt, e.Hops, e.Path = ev.Kind, ev.Attempt, ev.Hops, ev.Path
 	e.DueMs, e.DeadlineMs, e.ScheduledMs, e.ForwardedMs = ev.DueMs, ev.DeadlineMs, ev.ScheduledMs, ev.ForwardedMs

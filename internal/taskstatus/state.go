@@ -1,4 +1,4 @@
-package statuscmd
+package taskstatus
 
 import (
 	"cmp"
@@ -97,13 +97,13 @@ type CancelRef struct {
 }
 
 // byTime orders events by time, then by where they are.
-func byTime(a, b *Event) int {
+func ByTime(a, b *Event) int {
 	return cmp.Or(cmp.Compare(a.TimeMs, b.TimeMs), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Offset, b.Offset))
 }
 
 // deadlines groups the events by deadline, oldest deadline first (an
 // unknown one last), and says where each is at now.
-func deadlines(events []Event, now time.Time) []Deadline {
+func Deadlines(events []Event, now time.Time) []Deadline {
 	groups := map[int64][]*Event{}
 	var cancels []*Event
 	for i := range events {
@@ -127,7 +127,7 @@ func deadlines(events []Event, now time.Time) []Deadline {
 	out := make([]Deadline, 0, len(keys))
 	for _, k := range keys {
 		evs := groups[k]
-		slices.SortFunc(evs, byTime)
+		slices.SortFunc(evs, ByTime)
 		out = append(out, deadlineOf(k, evs, cancels, now))
 	}
 	return out
@@ -241,7 +241,7 @@ func (d *Deadline) fromLatest(e *Event, now time.Time) {
 }
 
 func (d *Deadline) setState(state string, e *Event) {
-	d.State, d.SinceMs, d.Record, d.Attempt = state, e.TimeMs, e.where(), e.Attempt
+	d.State, d.SinceMs, d.Record, d.Attempt = state, e.TimeMs, e.Where(), e.Attempt
 	if e.Source == SourceKafka {
 		d.Topic = e.Topic
 	}
@@ -285,7 +285,7 @@ func cancellation(d *Deadline, m milestones, cancels []*Event) *CancelRef {
 	if c == nil {
 		return nil
 	}
-	ref := &CancelRef{AtMs: c.TimeMs, DueMs: c.DueMs, Record: c.where(), Relation: RelationBeforeDue, Latest: c == cancels[len(cancels)-1]}
+	ref := &CancelRef{AtMs: c.TimeMs, DueMs: c.DueMs, Record: c.Where(), Relation: RelationBeforeDue, Latest: c == cancels[len(cancels)-1]}
 	switch {
 	case d.ForwardedMs != 0 && c.TimeMs >= d.ForwardedMs:
 		ref.Relation = RelationAfterForward
