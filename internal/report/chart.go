@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -362,4 +363,102 @@ func niceScale(v float64) (top, step float64) {
 	}
 	step = math.Max(step, 1) // whole units
 	return math.Ceil(v/step) * step, step
+}
+
+// kindColors are the colors of the kinds in the forecast chart, in the
+// order of Forecast.ByKind (most due first); more kinds take them again.
+var kindColors = []string{"#8250df", "#0969da", "#bf8700", "#1a7f37", "#cf222e", "#57606a"}
+
+// fcHeight is the height of the forecast chart, in SVG units.
+const fcHeight = 240
+
+// forecastChart draws the open deadlines due per minute over the
+// forecast's window as bars stacked by kind, the most frequent kind at the
+// bottom, with a line at the report's To (now, for a report up to now)
+// and the peak minute labelled.
+func forecastChart(r *Report) string {
+	f := r.Forecast
+	if f == nil {
+		return ""
+	}
+	if f.Total == 0 {
+		return `<p class="empty">No open deadlines due in this window.</p>`
+	}
+	yMax, yStep := niceScale(float64(f.Peak.Count))
+	c := &timeline{from: f.From.UnixMilli(), to: f.To.UnixMilli(), height: fcHeight, yMax: yMax}
+	ticks := c.linearTicks(yStep, thousands)
+	c.fitLeft(ticks)
+	color := map[string]string{}
+	for i, k := range f.ByKind {
+		color[k.Name] = kindColors[i%len(kindColors)]
+	}
+	order := map[string]int{}
+	for i, k := range f.ByKind {
+		order[k.Name] = i
+	}
+
+	fmt.Fprintf(&c.b, `<svg class="chart" id="forecast-chart" role="img" aria-label="open deadlines due per minute, by kind" viewBox="0 0 %d %d" width="%d" height="%d">`, tlWidth, c.height, tlWidth, c.height)
+	c.axis(ticks)
+	c.xAxis(axisLayout(f.To.Sub(f.From)))
+	const minute = int64(60_000)
+	w := math.Max(c.x(c.from+minute)-c.x(c.from)-0.5, 1)
+	// Each minute's rows, stacked in the order of ByKind.
+	for i := 0; i < len(f.Due); {
+		j := i
+		for j < len(f.Due) && f.Due[j].Minute.Equal(f.Due[i].Minute) {
+			j++
+		}
+		byKind := map[string]int64{}
+		for _, d := range f.Due[i:j] {
+			byKind[d.Kind] += d.Count
+		}
+		kinds := make([]string, 0, len(byKind))
+		for k := range byKind {
+			kinds = append(kinds, k)
+		}
+		slices.SortFunc(kinds, func(a, b string) int { return order[a] - order[b] })
+		start := f.Due[i].Minute
+		x := c.x(start.UnixMilli())
+		var below int64
+		for _, k := range kinds {
+			v := byKind[k]
+			top, base := c.y(below+v), c.y(below)
+			fmt.Fprintf(&c.b, `<rect class="due" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s due</title></rect>`,
+				x, top, w, math.Max(base-top, 0.5), color[k], html.EscapeString(start.Format(minuteLayout)), html.EscapeString(term.Quote(orDefault(k))), thousands(v))
+			below += v
+		}
+		i = j
+	}
+	// The report's To: left of it, the deadlines are overdue.
+	now := c.x(r.To.UnixMilli())
+	fmt.Fprintf(&c.b, `<line class="now" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#1f2328" stroke-dasharray="4 3"/>`, now, tlTop, now, c.height-tlBottom)
+	fmt.Fprintf(&c.b, `<text x="%.1f" y="%d">%s</text>`, now+4, tlTop+10, html.EscapeString(r.To.Format("15:04")))
+	px, py := c.x(f.Peak.Start.UnixMilli()+minute/2), c.y(f.Peak.Count)
+	anchor, dx := "start", 6.0
+	if px > float64(tlWidth)/2 {
+		anchor, dx = "end", -6
+	}
+	fmt.Fprintf(&c.b, `<text class="peak" x="%.1f" y="%.1f" text-anchor="%s" font-weight="600">peak %s at %s</text>`,
+		px+dx, math.Max(py+4, float64(tlTop)+10), anchor, thousands(f.Peak.Count), html.EscapeString(f.Peak.Start.Format("15:04")))
+	const legendMax = 4 // the legend names the most frequent kinds
+	for i, k := range f.ByKind {
+		lx := c.plotLeft() + 10 + i*130
+		if i == legendMax {
+			fmt.Fprintf(&c.b, `<text x="%d" y="%d">and %d more</text>`, lx, c.height-10, len(f.ByKind)-legendMax)
+			break
+		}
+		fmt.Fprintf(&c.b, `<rect x="%d" y="%d" width="12" height="8" fill="%s"/><text x="%d" y="%d">%s</text>`,
+			lx, c.height-17, color[k.Name], lx+16, c.height-10, html.EscapeString(shorten(term.Quote(orDefault(k.Name)), 18)))
+	}
+	fmt.Fprintf(&c.b, `<text x="%d" y="%d" text-anchor="end">due per minute, UTC</text>`, tlWidth-tlRight, c.height-10)
+	c.b.WriteString(`</svg>`)
+	return c.b.String()
+}
+
+// shorten cuts s to n runes, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

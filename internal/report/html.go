@@ -12,7 +12,8 @@ import (
 // WriteHTML writes r as one self-contained HTML page: inline CSS, inline
 // SVG charts drawn here (an outcome bar chart, lateness over time on a
 // logarithmic axis with its peak labelled, failed and retried attempts
-// over time), and no script, stylesheet, font or image from anywhere else.
+// over time, and the forecast of open deadlines due per minute by kind),
+// and no script, stylesheet, font or image from anywhere else.
 // Counts have thousands separators; ids and times do not wrap (a table too
 // wide scrolls sideways), and the error or detail of a late or failed
 // attempt takes a row of its own under it. Strings from events are
@@ -26,6 +27,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		Outcomes: template.HTML(outcomeChart(r.Outcomes)),
 		Timeline: template.HTML(timelineChart(r)),
 		Failures: template.HTML(failureChart(r)),
+		Forecast: template.HTML(forecastChart(r)),
 	})
 }
 
@@ -35,6 +37,7 @@ type htmlData struct {
 	Outcomes template.HTML // SVG, built with every text escaped
 	Timeline template.HTML
 	Failures template.HTML
+	Forecast template.HTML
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -47,6 +50,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"attempt": func(t time.Time) string { return t.Format(attemptTime) },
 	"tier":    func(t string) string { return term.Quote(tierName(t)) },
 	"none":    func(s string) string { return term.Quote(orNone(s)) },
+	"dflt":    func(s string) string { return term.Quote(orDefault(s)) },
+	"minute":  func(t time.Time) string { return t.Format(minuteLayout) },
 	// why is the error of an attempt, else its detail, else "": it takes
 	// a row of its own under the attempt, where it can wrap.
 	"why": func(a Attempt) string {
@@ -116,6 +121,23 @@ svg text { font: 11px system-ui, sans-serif; fill: #424a53; }
 {{.Timeline}}
 <h2>Failed and retried attempts over time</h2>
 {{.Failures}}
+{{with .R.Forecast}}
+<h2 id="forecast">Open deadlines due, {{time .From}} to {{time .To}} UTC</h2>
+<div class="cards">
+<div class="card"><div class="v">{{n .Total}}</div><div class="k">due</div></div>
+<div class="card{{if .Overdue}} bad{{end}}"><div class="v">{{n .Overdue}}</div><div class="k">overdue</div></div>
+<div class="card"><div class="v">{{n .Peak.Count}}</div><div class="k">most in one minute{{if .Peak.Count}} ({{minute .Peak.Start}}){{end}}</div></div>
+</div>
+{{$.Forecast}}
+{{if .Total}}<div class="scroll"><table>
+<tr><th>kind</th><th>due</th></tr>
+{{range .ByKind}}<tr><td class="id">{{dflt .Name}}</td><td class="n">{{n .Count}}</td></tr>
+{{end}}</table>
+<table>
+<tr><th>target</th><th>due</th></tr>
+{{range .ByTarget}}<tr><td class="id">{{dflt .Name}}</td><td class="n">{{n .Count}}</td></tr>
+{{end}}</table></div>{{end}}
+{{end}}
 <h2>Lateness of final attempts by first tier and kind</h2>
 {{if .R.Lateness}}<div class="scroll"><table>
 <tr><th>first tier</th><th>kind</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>

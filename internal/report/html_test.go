@@ -76,7 +76,39 @@ func fixture() *report.Report {
 		r.Late = append(r.Late, a)
 	}
 	r.Late[4].Due, r.Late[4].LatenessMs = r.Late[4].Closed.Add(-10*time.Minute), 600_000 // the spike
+	r.Forecast = forecastFixture(r.To)
 	return r
+}
+
+// burstMinute is the minute of forecastFixture's burst.
+var burstMinute = time.Date(2024, 5, 14, 14, 30, 0, 0, time.UTC)
+
+// forecastFixture is the forecast of a report up to now: 20 deadlines
+// overdue, 150 order timeouts a minute for two hours with a burst of
+// 12,000 more at burstMinute, then an hour of 400 reminders a minute to
+// another target.
+func forecastFixture(now time.Time) *report.Forecast {
+	f := &report.Forecast{From: now.Add(-report.ForecastLookback), To: now.Add(report.DefaultForecast), Total: 54_020, Overdue: 20,
+		Peak:     report.Minute{Start: burstMinute, Count: 12_150},
+		ByKind:   []report.DueCount{{Name: "order-timeout", Count: 30_020}, {Name: "reminder", Count: 24_000}},
+		ByTarget: []report.DueCount{{Name: "", Count: 30_020}, {Name: "hourglass.sms", Count: 24_000}},
+	}
+	add := func(m time.Time, kind, target string, n int64) {
+		f.Due = append(f.Due, report.Due{Minute: m, Kind: kind, Target: target, Count: n})
+		f.Minutes = append(f.Minutes, report.Minute{Start: m, Count: n})
+	}
+	add(now.Add(-5*time.Minute), "order-timeout", "", 20)
+	for i := range 120 {
+		m, n := now.Add(time.Duration(i)*time.Minute), int64(150)
+		if m.Equal(burstMinute) {
+			n += 12_000
+		}
+		add(m, "order-timeout", "", n)
+	}
+	for i := range 60 {
+		add(now.Add(2*time.Hour+time.Duration(i)*time.Minute), "reminder", "hourglass.sms", 400)
+	}
+	return f
 }
 
 func renderHTML(t *testing.T, r *report.Report) string {

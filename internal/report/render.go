@@ -95,7 +95,9 @@ func ms(v int64) string {
 const (
 	timeLayout   = "2006-01-02 15:04:05"
 	attemptTime  = "2006-01-02 15:04:05.000"
+	minuteLayout = "2006-01-02 15:04"
 	noneLabel    = "-"
+	defaultLabel = "(default)"
 	tierNoneName = "(none)"
 )
 
@@ -119,6 +121,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	writeTable(&b, fmt.Sprintf("Latest %d late (over %s) or failed attempts, newest first", r.Limit, ms(r.LateThresholdMs)),
 		"CLOSED (UTC)\tTASK\tKIND\tOUTCOME\tLATENESS\tATTEMPT\tPATH\tERROR OR DETAIL", r.lateRows())
 	writeTable(&b, fmt.Sprintf("Lateness over time (%s buckets)", ms(r.BucketMs)), "START (UTC)\tFINAL\tP50\tP99\tMAX\tFAILED\tRETRIED", r.timelineRows())
+	if f := r.Forecast; f != nil {
+		f.writeText(&b)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -198,6 +203,43 @@ func (r *Report) lateRows() [][]string {
 			ms(a.LatenessMs), fmt.Sprint(a.Attempt), term.Quote(orNone(a.Path)), term.Quote(oneLine(why))})
 	}
 	return rows
+}
+
+// writeText writes the forecast: its totals, then the deadlines due by
+// kind, by target and per minute.
+func (f *Forecast) writeText(b *strings.Builder) {
+	fmt.Fprintf(b, "\nOpen deadlines due from %s to %s UTC\n", f.From.Format(timeLayout), f.To.Format(timeLayout))
+	if f.Total == 0 {
+		b.WriteString("  none\n")
+		return
+	}
+	fmt.Fprintf(b, "  total %s, overdue %s; peak %s due in the minute of %s\n",
+		thousands(f.Total), thousands(f.Overdue), thousands(f.Peak.Count), f.Peak.Start.Format(minuteLayout))
+	writeTable(b, "Open deadlines due by kind", "KIND\tDUE", countRows(f.ByKind))
+	writeTable(b, "Open deadlines due by target", "TARGET\tDUE", countRows(f.ByTarget))
+	var rows [][]string
+	for _, d := range f.Due {
+		rows = append(rows, []string{d.Minute.Format(minuteLayout), term.Quote(orDefault(d.Kind)), term.Quote(orDefault(d.Target)), thousands(d.Count)})
+	}
+	writeTable(b, "Open deadlines due per minute", "MINUTE (UTC)\tKIND\tTARGET\tDUE", rows)
+}
+
+// countRows are the rows of a table of kinds or targets.
+func countRows(counts []DueCount) [][]string {
+	var rows [][]string
+	for _, c := range counts {
+		rows = append(rows, []string{term.Quote(orDefault(c.Name)), thousands(c.Count)})
+	}
+	return rows
+}
+
+// orDefault names the empty kind or target of a deadline: the router's
+// default.
+func orDefault(s string) string {
+	if s == "" {
+		return defaultLabel
+	}
+	return s
 }
 
 // timelineRows are the rows of the lateness over time table.

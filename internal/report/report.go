@@ -18,6 +18,15 @@ const (
 	// MaxBuckets is how many timeline buckets an automatic bucket size
 	// allows at most.
 	MaxBuckets = 60
+	// DefaultForecast is how far past To the forecast of due deadlines
+	// reaches.
+	DefaultForecast = 6 * time.Hour
+	// ForecastLookback is how far before To the forecast starts, so that
+	// the open deadlines already overdue show.
+	ForecastLookback = 10 * time.Minute
+	// MaxForecast is the longest Forecast: with the lookback, the longest
+	// window chstore.Store.Forecast takes is 31 days.
+	MaxForecast = 30 * 24 * time.Hour
 )
 
 // Options say what a report covers. Zero fields take the defaults named on
@@ -35,6 +44,11 @@ type Options struct {
 	Bucket time.Duration
 	// Now is the report's generation time; default time.Now().
 	Now time.Time
+	// Forecast is how far past To the forecast of open deadlines due per
+	// minute reaches; it starts ForecastLookback before To. Default
+	// DefaultForecast (6h); a negative Forecast leaves the forecast out; at
+	// most MaxForecast.
+	Forecast time.Duration
 }
 
 // bucketSteps are the bucket sizes AutoBucket chooses from.
@@ -82,6 +96,55 @@ type Report struct {
 	Late []Attempt `json:"late"`
 	// Timeline is the lateness of final attempts per bucket.
 	Timeline []Bucket `json:"timeline"`
+	// Forecast are the open deadlines due around and after To; nil when
+	// Options.Forecast left it out.
+	Forecast *Forecast `json:"forecast,omitempty"`
+}
+
+// Forecast are the deadlines due per minute in [From, To) that are still
+// open: no outcome ended them and no cancellation covers them (see
+// chstore.Store.Forecast). From is ForecastLookback before the report's
+// To, so the deadlines already overdue are counted too.
+type Forecast struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Total counts every open deadline of the window.
+	Total int64 `json:"total"`
+	// Overdue counts those due in the whole minutes before the report's To.
+	Overdue int64 `json:"overdue"`
+	// Peak is the minute with the most deadlines due, the earliest of
+	// equals; zero when none is due.
+	Peak Minute `json:"peak"`
+	// Minutes are the deadlines due per minute, all kinds and targets
+	// together, leaving out the minutes without any.
+	Minutes []Minute `json:"minutes"`
+	// ByKind and ByTarget are the totals of each kind and target ("" is
+	// the router's default), most first.
+	ByKind   []DueCount `json:"by_kind"`
+	ByTarget []DueCount `json:"by_target"`
+	// Due are the deadlines due per minute, kind and target.
+	Due []Due `json:"due"`
+}
+
+// Minute is how many deadlines fall due in the minute that starts at Start.
+type Minute struct {
+	Start time.Time `json:"start"`
+	Count int64     `json:"count"`
+}
+
+// DueCount is how many deadlines of one kind or target fall due in the
+// forecast's window.
+type DueCount struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+}
+
+// Due is how many deadlines of one kind and target fall due in one minute.
+type Due struct {
+	Minute time.Time `json:"minute"`
+	Kind   string    `json:"kind"`
+	Target string    `json:"target"`
+	Count  int64     `json:"count"`
 }
 
 // Summary are the totals of the window.
@@ -186,6 +249,14 @@ func Build(ctx context.Context, store *chstore.Store, o Options) (*Report, error
 			return nil, err
 		}
 	}
+	if o.Forecast > 0 {
+		from, to := o.To.Add(-ForecastLookback), o.To.Add(o.Forecast)
+		due, err := store.Forecast(ctx, from, to)
+		if err != nil {
+			return nil, err
+		}
+		r.Forecast = newForecast(from, to, o.To, due)
+	}
 	return r, nil
 }
 
@@ -200,7 +271,12 @@ func (o Options) resolve() (Options, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
+	if o.Forecast == 0 {
+		o.Forecast = DefaultForecast
+	}
 	switch {
+	case o.Forecast > MaxForecast:
+		return o, fmt.Errorf("report: forecast of %v is longer than %v", o.Forecast, MaxForecast)
 	case !o.From.Before(o.To):
 		return o, fmt.Errorf("report: window [%s, %s) is empty", o.From.Format(time.RFC3339), o.To.Format(time.RFC3339))
 	case o.LateThreshold < 0:

@@ -22,7 +22,7 @@ var reportPNG = flag.String("report-png", "", "write the screenshot of TestHTMLS
 const screenshotWidth, screenshotHeight = 1280, 3000
 
 // TestHTMLScreenshot renders the HTML report of fixture in headless
-// Chromium to a PNG, and checks that the page holds its three SVG charts
+// Chromium to a PNG, and checks that the page holds its four SVG charts
 // and that the browser drew them: the screenshot has the size of the window
 // and pixels of the chart colours. It skips when there is no chromium on
 // PATH, but not in CI (CI is set), where scripts/deps.sh installs it.
@@ -47,7 +47,7 @@ func TestHTMLScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := renderHTML(t, fixture())
-	for _, id := range []string{"outcome-chart", "lateness-chart", "failure-chart"} {
+	for _, id := range []string{"outcome-chart", "lateness-chart", "failure-chart", "forecast-chart"} {
 		svg(t, page, id) // fails the test when the chart is missing
 	}
 	htmlFile := strings.TrimSuffix(out, filepath.Ext(out)) + ".html"
@@ -89,10 +89,12 @@ func TestHTMLScreenshot(t *testing.T) {
 		t.Errorf("screenshot is %dx%d, want %dx%d", b.Dx(), b.Dy(), screenshotWidth, screenshotHeight)
 	}
 	// The chart colours: p50 and retried blue, p99 amber, max and failed
-	// red, closed green.
+	// red, closed green; the forecast's most frequent kind purple, which
+	// no other chart of the fixture uses.
 	for name, c := range map[string][3]uint8{
 		"blue #0969da": {0x09, 0x69, 0xda}, "amber #bf8700": {0xbf, 0x87, 0x00},
 		"red #cf222e": {0xcf, 0x22, 0x2e}, "green #1a7f37": {0x1a, 0x7f, 0x37},
+		"purple #8250df": {0x82, 0x50, 0xdf},
 	} {
 		if n := countColor(img, c); n < 200 {
 			t.Errorf("screenshot has %d pixels of %s, want the charts' hundreds", n, name)
