@@ -64,6 +64,8 @@ func TestRecorderReportBadConfig(t *testing.T) {
 		{"report negative limit", reportcmd.Run, []string{"--limit", "-1"}, nil, []string{"--limit", "-1"}},
 		{"report negative late threshold", reportcmd.Run, []string{"--late-threshold", "-1s"}, nil, []string{"--late-threshold"}},
 		{"report tiny bucket", reportcmd.Run, []string{"--bucket", "1us"}, nil, []string{"--bucket"}},
+		{"report negative forecast", reportcmd.Run, []string{"--forecast", "-1h"}, nil, []string{"--forecast", "-1h"}},
+		{"report forecast too long", reportcmd.Run, []string{"--forecast", "721h"}, nil, []string{"--forecast", "721h"}},
 		{"report clickhouse addr", reportcmd.Run, []string{"--clickhouse-addr", "x"}, nil, []string{"--clickhouse-addr"}},
 		{"report clickhouse database from env", reportcmd.Run, nil, map[string]string{"HOURGLASS_CLICKHOUSE_DATABASE": "a;b"}, []string{"--clickhouse-database", "HOURGLASS_CLICKHOUSE_DATABASE"}},
 		{"report extra argument", reportcmd.Run, []string{"--since", "1h", "extra"}, nil, []string{"extra"}},
@@ -209,7 +211,7 @@ func TestRecorderCommand(t *testing.T) {
 		t.Errorf("HTML report %s: %v, or no lateness chart", html, err)
 	}
 	stdout, _, err = cmdtest.Run(t, reportcmd.Run, window...)
-	if err != nil || !strings.Contains(stdout, "Attempts 40 (tasks 40): final 39, retried 0, failed 1") {
+	if err != nil || !strings.Contains(stdout, "Attempts 40 (tasks 40): final 39, retried 0, failed 1") || !strings.Contains(stdout, "Open deadlines due from") {
 		t.Errorf("text report (%v):\n%s", err, stdout)
 	}
 	// The report of a database without the schema says how to create it.

@@ -26,8 +26,13 @@ when it was recorded twice. The window is --since (up to now) or --from and
 --to; times are RFC 3339 (2024-05-14T12:00:00Z, or with an offset),
 "2024-05-14 12:00[:05]" or "2024-05-14" in UTC, or unix seconds.
 
+It also forecasts the load to come: the open deadlines (not closed, failed or
+cancelled) falling due per minute from 10 minutes before the window's end,
+so that overdue ones show, to --forecast after it, by kind and target, with
+the busiest minute.
+
 Usage: hourglass report [--since 1h | --from T [--to T]] [--format text|json] [--html FILE]
-                        [--late-threshold 1s] [--limit 20] [clickhouse flags]
+                        [--late-threshold 1s] [--limit 20] [--forecast 6h] [clickhouse flags]
 
 ` + cli.FlagsHeading + "\n"
 
@@ -44,6 +49,7 @@ type reportFlags struct {
 	lateThreshold time.Duration
 	limit         int
 	bucket        time.Duration
+	forecast      time.Duration
 	timeout       time.Duration
 }
 
@@ -72,9 +78,12 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, now
 		return err
 	}
 	defer store.Close()
-	o := report.Options{From: from, To: to, LateThreshold: f.lateThreshold, Limit: f.limit, Bucket: f.bucket, Now: now}
+	o := report.Options{From: from, To: to, LateThreshold: f.lateThreshold, Limit: f.limit, Bucket: f.bucket, Now: now, Forecast: f.forecast}
 	if f.limit == 0 {
 		o.Limit = -1 // --limit 0 lists none; Build reads 0 as the default
+	}
+	if f.forecast == 0 {
+		o.Forecast = -1 // --forecast 0 leaves it out; Build reads 0 as the default
 	}
 	r, err := buildReport(ctx, store, o)
 	if err != nil {
@@ -187,6 +196,7 @@ func (f *reportFlags) register(fs *cli.FlagSet) {
 	fs.DurationVar(&f.lateThreshold, "late-threshold", "", report.DefaultLateThreshold, "a final attempt later than this is listed as late")
 	fs.IntVar(&f.limit, "limit", "", report.DefaultLimit, "how many late or failed attempts to list")
 	fs.DurationVar(&f.bucket, "bucket", "", 0, "bucket of the lateness timeline (default: 1s to 24h, at most 60 buckets)")
+	fs.DurationVar(&f.forecast, "forecast", "", report.DefaultForecast, "forecast the open deadlines due per minute this far past the window's end (from 10m before it); 0 leaves the forecast out")
 	fs.DurationVar(&f.timeout, "timeout", "", time.Minute, "bound on the queries")
 	chflags.Register(fs, &f.clickhouse)
 }
@@ -212,6 +222,9 @@ func (f *reportFlags) validate(now time.Time) (from, to time.Time, errs cli.Prob
 	}
 	if f.bucket > 0 && to.Sub(from)/f.bucket > 10_000 {
 		errs.Add("bucket", "%v cuts the window into more than 10000 buckets", f.bucket)
+	}
+	if f.forecast < 0 || f.forecast > report.MaxForecast {
+		errs.Add("forecast", "%v: want 0 (no forecast) to %v", f.forecast, report.MaxForecast)
 	}
 	if f.timeout <= 0 {
 		errs.Add("timeout", "%v: must be positive", f.timeout)
