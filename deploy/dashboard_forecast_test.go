@@ -7,6 +7,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -260,5 +261,37 @@ func TestClickHouseDashboardForecast(t *testing.T) {
 	}
 	if perMinute[now.Add(-4*time.Minute).Truncate(time.Minute)] != 5 {
 		t.Errorf("forecast from 10 minutes ago: %v, want the 5 overdue deadlines", perMinute)
+	}
+}
+
+// TestForecastAlertDocumented checks that the query docs/operations.md
+// gives for the due load alert is the stat panel's, without its comments,
+// for the database hourglass.
+func TestForecastAlertDocumented(t *testing.T) {
+	_, most := forecastPanels(t)
+	var lines []string
+	for _, l := range strings.Split(most.Targets[0].RawSQL, "\n") {
+		if !strings.HasPrefix(l, "--") {
+			lines = append(lines, l)
+		}
+	}
+	want := strings.ReplaceAll(strings.Join(lines, "\n"), "${database}", "hourglass")
+	b, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "## Due load")
+	if i < 0 {
+		t.Fatal("docs/operations.md has no section Due load")
+	}
+	j := strings.Index(doc[i:], "```sql\n")
+	if j < 0 {
+		t.Fatal("docs/operations.md, Due load: no sql block")
+	}
+	block := doc[i+j+len("```sql\n"):]
+	block = block[:strings.Index(block, "```")]
+	if strings.TrimSpace(block) != strings.TrimSpace(want) {
+		t.Errorf("docs/operations.md, Due load: the alert's query is not the stat panel's %q:\n%s\nwant:\n%s", most.Title, block, want)
 	}
 }
