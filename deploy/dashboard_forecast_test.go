@@ -104,7 +104,7 @@ func TestClickHouseDashboardForecastShape(t *testing.T) {
 	}
 	for _, p := range []chPanel{series, most} {
 		m := regexp.MustCompile(`outcome IN \(([^)]*)\)`).FindStringSubmatch(p.Targets[0].RawSQL)
-		if m == nil || !slices.Equal(strings.Split(m[1], ", "), ended) {
+		if len(m) != 2 || !slices.Equal(strings.Split(m[1], ", "), ended) {
 			t.Errorf("panel %q: outcomes that end a deadline %v, want %v (outcome.Ends)", p.Title, m, ended)
 		}
 	}
@@ -289,8 +289,10 @@ func TestForecastAlertDocumented(t *testing.T) {
 	if j < 0 {
 		t.Fatal("docs/operations.md, Due load: no sql block")
 	}
-	block := doc[i+j+len("```sql\n"):]
-	block = block[:strings.Index(block, "```")]
+	block, _, found := strings.Cut(doc[i+j+len("```sql\n"):], "```")
+	if !found {
+		t.Fatal("docs/operations.md, Due load: the sql block does not end")
+	}
 	if strings.TrimSpace(block) != strings.TrimSpace(want) {
 		t.Errorf("docs/operations.md, Due load: the alert's query is not the stat panel's %q:\n%s\nwant:\n%s", most.Title, block, want)
 	}
