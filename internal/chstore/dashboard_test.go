@@ -98,17 +98,20 @@ var (
 	sqlKeywords = map[string]bool{
 		"SELECT": true, "FROM": true, "WHERE": true, "AND": true, "OR": true, "NOT": true, "IN": true, "GROUP": true, "BY": true,
 		"HAVING": true, "ORDER": true, "ASC": true, "DESC": true, "LIMIT": true, "AS": true, "DISTINCT": true,
-		"ARRAY": true, "JOIN": true, "NULL": true,
+		"ARRAY": true, "JOIN": true, "NULL": true, "ANY": true, "LEFT": true, "USING": true,
 	}
 )
 
 // TestDashboardColumns checks that the ClickHouse dashboard's queries name
-// only columns of the outcomes table (besides SQL keywords, functions, the
-// table itself and the aliases the queries define).
+// only tables and columns of the schema: the outcomes and the index (besides
+// SQL keywords, functions and the aliases the queries define).
 func TestDashboardColumns(t *testing.T) {
-	allowed := map[string]bool{chstore.OutcomesTable: true}
-	for _, c := range chstore.Columns {
-		allowed[c] = true
+	allowed := map[string]bool{chstore.OutcomesTable: true, chstore.DeadlinesTable: true, chstore.CancellationsTable: true,
+		chstore.DeadLettersTable: true, chstore.OutcomesByTaskTable: true}
+	for _, cs := range [][]string{chstore.Columns, chstore.DeadlineColumns, chstore.CancelColumns, chstore.DeadLetterColumns} {
+		for _, c := range cs {
+			allowed[c] = true
+		}
 	}
 	for _, q := range dashboardQueries(t) {
 		sql := sqlComment.ReplaceAllString(q.sql, " ")

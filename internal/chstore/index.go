@@ -25,6 +25,14 @@ const (
 	OutcomesByTaskTable = "outcomes_by_task"
 )
 
+// Columns of the index tables that InsertIndex names, in its order; the
+// tables have a day column besides (the UTC date of inserted_ms).
+var (
+	DeadlineColumns   = []string{"task_id", "kind", "target", "due_ms", "scheduled_ms", "record_ms", "topic", "partition", "offset", "inserted_ms"}
+	CancelColumns     = []string{"task_id", "at_ms", "due_ms", "withdrawn", "topic", "partition", "offset", "inserted_ms"}
+	DeadLetterColumns = []string{"task_id", "reason", "source", "dead_ms", "deadline_ms", "topic", "partition", "offset", "inserted_ms"}
+)
+
 // Deadline is a scheduled deadline: the record that put the task into a
 // delay topic, before any hop or retry.
 type Deadline struct {
@@ -89,16 +97,14 @@ func (r *IndexRows) Reset() {
 // read a record once.
 func (s *Store) InsertIndex(ctx context.Context, rows *IndexRows) error {
 	now := s.clock.Now().UnixMilli()
-	err := insertRows(ctx, s, DeadlinesTable, rows.Deadlines,
-		[]string{"task_id", "kind", "target", "due_ms", "scheduled_ms", "record_ms", "topic", "partition", "offset", "inserted_ms"},
+	err := insertRows(ctx, s, DeadlinesTable, rows.Deadlines, DeadlineColumns,
 		func(d *Deadline) []any {
 			return []any{d.TaskID, d.Kind, d.Target, d.DueMs, d.ScheduledMs, d.RecordMs, d.Topic, d.Partition, d.Offset, now}
 		})
 	if err != nil {
 		return err
 	}
-	err = insertRows(ctx, s, CancellationsTable, rows.Cancels,
-		[]string{"task_id", "at_ms", "due_ms", "withdrawn", "topic", "partition", "offset", "inserted_ms"},
+	err = insertRows(ctx, s, CancellationsTable, rows.Cancels, CancelColumns,
 		func(c *Cancel) []any {
 			var w uint8
 			if c.Withdrawn {
@@ -109,8 +115,7 @@ func (s *Store) InsertIndex(ctx context.Context, rows *IndexRows) error {
 	if err != nil {
 		return err
 	}
-	return insertRows(ctx, s, DeadLettersTable, rows.DeadLetters,
-		[]string{"task_id", "reason", "source", "dead_ms", "deadline_ms", "topic", "partition", "offset", "inserted_ms"},
+	return insertRows(ctx, s, DeadLettersTable, rows.DeadLetters, DeadLetterColumns,
 		func(d *DeadLetter) []any {
 			return []any{d.TaskID, d.Reason, d.Source, d.DeadMs, d.DeadlineMs, d.Topic, d.Partition, d.Offset, now}
 		})

@@ -61,21 +61,29 @@ func TestMigrate(t *testing.T) {
 	if !ok {
 		t.Errorf("recorded %+v, want versions 1 and 2 named %q at %v", recorded, names, at)
 	}
-	var cols []string
-	rows, err := s.Conn().Query(ctx, "SELECT name FROM system.columns WHERE database = '"+cfg.Database+"' AND table = '"+chstore.OutcomesTable+"'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
+	for table, want := range map[string][]string{
+		chstore.OutcomesTable:       chstore.Columns,
+		chstore.OutcomesByTaskTable: chstore.Columns,
+		chstore.DeadlinesTable:      append(slices.Clone(chstore.DeadlineColumns), "day"),
+		chstore.CancellationsTable:  append(slices.Clone(chstore.CancelColumns), "day"),
+		chstore.DeadLettersTable:    append(slices.Clone(chstore.DeadLetterColumns), "day"),
+	} {
+		var cols []string
+		rows, err := s.Conn().Query(ctx, "SELECT name FROM system.columns WHERE database = '"+cfg.Database+"' AND table = '"+table+"'")
+		if err != nil {
 			t.Fatal(err)
 		}
-		cols = append(cols, c)
-	}
-	rows.Close()
-	if !slices.Equal(cols, chstore.Columns) {
-		t.Errorf("columns of %s: %v, want %v", chstore.OutcomesTable, cols, chstore.Columns)
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			cols = append(cols, c)
+		}
+		rows.Close()
+		if !slices.Equal(cols, want) {
+			t.Errorf("columns of %s: %v, want %v", table, cols, want)
+		}
 	}
 }
 

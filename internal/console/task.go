@@ -15,11 +15,11 @@ import (
 
 // taskPage is the data of a task's page.
 type taskPage struct {
-	ID        string
-	Searched  bool
-	Problem   string // why the id was not looked up
-	Errors    []string
-	Events    []event
+	ID       string
+	Searched bool
+	Problem  string // why the id was not looked up
+	Errors   []string
+	Events   []event
 	// Deadlines says where each deadline of the task is, as hourglass
 	// status --clickhouse does.
 	Deadlines []taskstatus.Deadline
