@@ -57,7 +57,7 @@ func newBrowser(t *testing.T) *browser {
 	// the browser's own (a timeout on it would stop the browser), so the
 	// bound is a timer that cancels it.
 	timer := time.AfterFunc(60*time.Second, cancel)
-	err := chromedp.Do(ctx)
+	err := chromedp.Run(ctx)
 	if !timer.Stop() || err != nil {
 		cancel()
 		acancel()
@@ -74,44 +74,45 @@ func newBrowser(t *testing.T) *browser {
 func (b *browser) in(t *testing.T) *browser { return &browser{t: t, ctx: b.ctx} }
 
 // do runs steps, bounded by 30 s.
-func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+func (b *browser) do(steps ...chromedp.Action) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	if err := chromedp.Run(ctx, steps...); err != nil {
 		b.t.Fatalf("browser: %v", err)
 	}
 }
 
-// get runs a, bounded by 30 s, and returns its value.
-func get[T any](b *browser, a chromedp.Action[T]) T {
+// evaluate runs the JavaScript expression expr in the page, bounded by
+// 30 s, and returns its value.
+func evaluate[T any](b *browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		b.t.Fatalf("browser: %v", err)
-	}
+	var v T
+	b.do(chromedp.Evaluate(expr, &v))
 	return v
 }
 
 // open navigates to url and waits for the page's main element.
 func (b *browser) open(url string) {
 	b.t.Helper()
-	b.do(chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("main")))
+	b.do(chromedp.Navigate(url), chromedp.WaitVisible("main", chromedp.ByQuery))
 }
 
 // text returns the text of the first element that matches the CSS
 // selector sel.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	return get(b, chromedp.Text(chromedp.CSS(sel)))
+	var s string
+	b.do(chromedp.Text(sel, &s, chromedp.ByQuery))
+	return s
 }
 
 // html returns the page's HTML as the browser holds it.
 func (b *browser) html() string {
 	b.t.Helper()
-	return get(b, chromedp.OuterHTML(chromedp.CSS("html")))
+	var s string
+	b.do(chromedp.OuterHTML("html", &s, chromedp.ByQuery))
+	return s
 }
 
 // screenshot writes the page to name.png under -console-png, when given.
@@ -120,7 +121,8 @@ func (b *browser) screenshot(name string) {
 	if *consolePNG == "" {
 		return
 	}
-	png := get(b, chromedp.FullScreenshot(100))
+	var png []byte
+	b.do(chromedp.FullScreenshot(&png, 100))
 	if err := os.MkdirAll(*consolePNG, 0o755); err != nil {
 		b.t.Fatal(err)
 	}

@@ -82,8 +82,8 @@ func TestConsole(t *testing.T) {
 			{"order-closed", "close attempt 1", "closed"},
 		} {
 			b.open(base + "/task")
-			b.do(chromedp.SetValue(chromedp.CSS("#task-id"), tc.id), chromedp.Click(chromedp.CSS("#lookup")),
-				chromedp.WaitVisible(chromedp.CSS("#timeline")))
+			b.do(chromedp.SetValue("#task-id", tc.id, chromedp.ByQuery), chromedp.Click("#lookup", chromedp.ByQuery),
+				chromedp.WaitVisible("#timeline", chromedp.ByQuery))
 			if s := b.text("#timeline"); !strings.Contains(s, tc.want) {
 				t.Errorf("timeline of %s lacks %q:\n%s", tc.id, tc.want, s)
 			}
@@ -102,11 +102,11 @@ func TestConsole(t *testing.T) {
 	t.Run("hostile id", func(t *testing.T) {
 		b := browser.in(t)
 		b.open(base + "/task?id=" + url.QueryEscape(hostileID))
-		b.do(chromedp.WaitVisible(chromedp.CSS("#timeline")))
+		b.do(chromedp.WaitVisible("#timeline", chromedp.ByQuery))
 		if got, want := b.text("#task-title"), term.Quote(hostileID); got != want {
 			t.Errorf("title shows %q, want the quoted %q", got, want)
 		}
-		if n := get(b, chromedp.Evaluate[int]("document.scripts.length")); n != 0 {
+		if n := evaluate[int](b, "document.scripts.length"); n != 0 {
 			t.Errorf("the page holds %d script elements", n)
 		}
 		if strings.Contains(b.html(), "<b>kind</b>") {
@@ -121,7 +121,7 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("dead letters lack order-dead's unknown_kind:\n%s", s)
 		}
 		b.screenshot("dlq")
-		b.do(chromedp.Click(chromedp.CSS("#dry-run-button")), chromedp.WaitVisible(chromedp.CSS("#dry-run")))
+		b.do(chromedp.Click("#dry-run-button", chromedp.ByQuery), chromedp.WaitVisible("#dry-run", chromedp.ByQuery))
 		if s := b.text("#dry-run"); !strings.Contains(s, "1 would be replayed") {
 			t.Errorf("dry run says %q", s)
 		}
@@ -133,7 +133,7 @@ func TestConsole(t *testing.T) {
 		if n := len(p.task("order-dead").DeadLetters); n != 1 {
 			t.Errorf("after the dry run order-dead has %d dead letters, want 1", n)
 		}
-		b.do(chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#replayed")))
+		b.do(chromedp.Click("#confirm", chromedp.ByQuery), chromedp.WaitVisible("#replayed", chromedp.ByQuery))
 		if s := b.text("#replayed"); !strings.Contains(s, "Replayed 1") {
 			t.Errorf("replay says %q", s)
 		}
@@ -146,16 +146,13 @@ func TestConsole(t *testing.T) {
 	t.Run("cancel and reschedule", func(t *testing.T) {
 		b := browser.in(t)
 		b.open(base + "/task?id=order-to-cancel")
-		b.do(chromedp.Click(chromedp.CSS("#cancel")), chromedp.WaitVisible(chromedp.CSS("#result")))
+		b.do(chromedp.Click("#cancel", chromedp.ByQuery), chromedp.WaitVisible("#result", chromedp.ByQuery))
 		if s := b.text("#result"); !strings.Contains(s, "Cancellation recorded") {
 			t.Errorf("cancel says %q", s)
 		}
 		b.open(base + "/task?id=order-to-move")
-		b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("document.querySelector('#reschedule-at').value = ''; true"))
-			return err
-		}), chromedp.SetValue(chromedp.CSS("#reschedule-in"), "45m"),
-			chromedp.Click(chromedp.CSS("#reschedule")), chromedp.WaitVisible(chromedp.CSS("#result")))
+		b.do(chromedp.Evaluate("document.querySelector('#reschedule-at').value = ''; true", nil), chromedp.SetValue("#reschedule-in", "45m", chromedp.ByQuery),
+			chromedp.Click("#reschedule", chromedp.ByQuery), chromedp.WaitVisible("#result", chromedp.ByQuery))
 		if s := b.text("#result"); !strings.Contains(s, "Rescheduled") {
 			t.Errorf("reschedule says %q", s)
 		}
@@ -168,15 +165,15 @@ func TestConsole(t *testing.T) {
 		b := browser.in(t)
 		ro := p.serve(console.Config{})
 		b.open(ro + "/task?id=order-scheduled")
-		b.do(chromedp.WaitVisible(chromedp.CSS("#timeline")))
-		if get(b, chromedp.Evaluate[bool]("document.querySelector('#task-actions') !== null")) {
+		b.do(chromedp.WaitVisible("#timeline", chromedp.ByQuery))
+		if evaluate[bool](b, "document.querySelector('#task-actions') !== null") {
 			t.Error("a read-only console shows the action forms")
 		}
 		if s := b.text("#mode"); s != "read-only" {
 			t.Errorf("mode %q, want read-only", s)
 		}
 		b.open(ro + "/dlq")
-		if get(b, chromedp.Evaluate[bool]("document.querySelector('#dry-run-form') !== null")) {
+		if evaluate[bool](b, "document.querySelector('#dry-run-form') !== null") {
 			t.Error("a read-only console shows the replay form")
 		}
 		for _, path := range []string{"/task/cancel", "/task/reschedule", "/dlq/replay"} {
@@ -205,10 +202,10 @@ func TestConsole(t *testing.T) {
 		}
 		// In the browser: the login form, then the pages.
 		b.open(tb + "/")
-		b.do(chromedp.WaitVisible(chromedp.CSS("#token")))
+		b.do(chromedp.WaitVisible("#token", chromedp.ByQuery))
 		b.screenshot("login")
-		b.do(chromedp.SetValue(chromedp.CSS("#token"), "not-the-token"), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#error")))
-		b.do(chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#forecast")))
+		b.do(chromedp.SetValue("#token", "not-the-token", chromedp.ByQuery), chromedp.Click("#login", chromedp.ByQuery), chromedp.WaitVisible("#error", chromedp.ByQuery))
+		b.do(chromedp.SetValue("#token", token, chromedp.ByQuery), chromedp.Click("#login", chromedp.ByQuery), chromedp.WaitVisible("#forecast", chromedp.ByQuery))
 		if s := b.text("#mode"); s != "actions enabled" {
 			t.Errorf("after login the mode is %q", s)
 		}
@@ -234,7 +231,7 @@ func TestConsole(t *testing.T) {
 		}))
 		defer evil.Close()
 		defer evil.CloseClientConnections()
-		b.do(chromedp.Navigate(evil.URL), chromedp.WaitVisible(chromedp.CSS("#error")))
+		b.do(chromedp.Navigate(evil.URL), chromedp.WaitVisible("#error", chromedp.ByQuery))
 		if s := b.text("#error"); !strings.Contains(s, "another origin") {
 			t.Errorf("the forged form got %q", s)
 		}

@@ -98,7 +98,7 @@ type Event struct {
 	InClickHouse bool `json:"in_clickhouse,omitempty"`
 }
 
-// where is "topic[partition]@offset", or "clickhouse" for a row of the
+// Where is "topic[partition]@offset", or "clickhouse" for a row of the
 // outcomes.
 func (e *Event) Where() string {
 	if e.Source == SourceClickHouse {
@@ -107,7 +107,7 @@ func (e *Event) Where() string {
 	return fmt.Sprintf("%s[%d]@%d", e.Topic, e.Partition, e.Offset)
 }
 
-// decode returns the event of r, found in a topic of role: what status
+// Decode returns the event of r, found in a topic of role: what status
 // shows of it, copied out of the record, with the text that comes from the
 // record cut as an outcome event's is (clip).
 func Decode(r *kgo.Record, role Role, prefix string) Event {
@@ -198,7 +198,7 @@ func (e *Event) outcome(r *kgo.Record) {
 	e.FromOutcome(ev)
 }
 
-// fromOutcome fills e from an outcome event.
+// FromOutcome fills e from an outcome event.
 func (e *Event) FromOutcome(ev outcome.Event) {
 	e.Outcome, e.Detail, e.Error = string(ev.Outcome), ev.Detail, ev.Error
 	e.Kind, e.Attempt, e.Hops, e.Path = ev.Kind, ev.Attempt, ev.Hops, ev.Path

@@ -96,12 +96,12 @@ type CancelRef struct {
 	Latest bool `json:"latest"`
 }
 
-// byTime orders events by time, then by where they are.
+// ByTime orders events by time, then by where they are.
 func ByTime(a, b *Event) int {
 	return cmp.Or(cmp.Compare(a.TimeMs, b.TimeMs), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Offset, b.Offset))
 }
 
-// deadlines groups the events by deadline, oldest deadline first (an
+// Deadlines groups the events by deadline, oldest deadline first (an
 // unknown one last), and says where each is at now.
 func Deadlines(events []Event, now time.Time) []Deadline {
 	groups := map[int64][]*Event{}

@@ -8,7 +8,7 @@ import (
 	"github.com/hourglass/hourglass/internal/term"
 )
 
-// stamp formats unix milliseconds for output: RFC 3339 in UTC with
+// Stamp formats unix milliseconds for output: RFC 3339 in UTC with
 // milliseconds.
 func Stamp(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")

@@ -228,8 +228,11 @@ func index(ctx context.Context, brokers, prefix string, store *chstore.Store, o 
 		return 0, 0, err
 	}
 	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- rec.Run(rctx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rec.Run(rctx) // it stops when the figures are taken
+	}()
 	defer func() { stop(); <-done }()
 	var first time.Time
 	tick := time.NewTicker(100 * time.Millisecond)
