@@ -30,9 +30,10 @@ type Config struct {
 	// Group is the consumer group; default DefaultGroup
 	// ("hourglass-recorder").
 	Group string
-	// BatchRows is how many events make a batch: the batch is inserted when
-	// it has that many, or FlushInterval after its first event, whichever
-	// comes first. Default DefaultBatchRows (5000).
+	// BatchRows is how many records make a batch (outcome events and, with
+	// Index, the records indexed): the batch is inserted when it has that
+	// many, or FlushInterval after its first record, whichever comes
+	// first. Default DefaultBatchRows (5000).
 	BatchRows int
 	// FlushInterval bounds how long an event waits in a batch; default
 	// DefaultFlushInterval (1s).

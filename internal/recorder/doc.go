@@ -22,11 +22,11 @@
 // # Batches and commits
 //
 // The recorder consumes the topic as a consumer group (default
-// hourglass-recorder) with autocommit off. It collects events into a batch
-// and inserts the batch as one INSERT when it holds Config.BatchRows events
-// (default 5000) or Config.FlushInterval (default 1s) after its first
-// event. Only after the insert succeeded does it commit the batch's
-// offsets. Rebalances wait for the batch (kgo.BlockRebalanceOnPoll): a
+// hourglass-recorder) with autocommit off. It collects records into a batch
+// and inserts the batch, one INSERT per table, when it holds
+// Config.BatchRows records (default 5000) or Config.FlushInterval (default
+// 1s) after its first record. Only after every insert succeeded does it
+// commit the batch's offsets. Rebalances wait for the batch (kgo.BlockRebalanceOnPoll): a
 // commit never lands on a partition that moved to another member, and a
 // partition never moves with events read but not inserted.
 //

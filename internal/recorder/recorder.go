@@ -272,9 +272,9 @@ func (r *Recorder) flush(ctx context.Context) error {
 
 // insert inserts the batch's events into both outcome tables, then its
 // index rows, retrying with capped exponential backoff until every step
-// succeeded or ctx is done; a step that succeeded is not repeated, even
-// by the flush of a stop.
-// Fetching waits meanwhile: nothing more is read while ClickHouse is down.
+// succeeded or ctx is done. A step that succeeded is not repeated, even by
+// the flush of a stop, so a failure leaves no copies. Fetching waits
+// meanwhile: nothing more is read while ClickHouse is down.
 func (r *Recorder) insert(ctx context.Context) error {
 	if len(r.events) == 0 && r.index.Len() == 0 {
 		return nil

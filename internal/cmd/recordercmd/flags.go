@@ -53,7 +53,7 @@ func register(fs *cli.FlagSet, k *recorder.Config) {
 	env := cli.Env
 	fs.StringVar(&k.Topic, "outcomes-topic", env("outcomes-topic"), "", "`topic` of outcome events (default <prefix>outcomes)")
 	fs.StringVar(&k.Group, "group", env("group"), "", flags.GroupUsage("recorder"))
-	fs.IntVar(&k.BatchRows, "batch-rows", env("batch-rows"), recorder.DefaultBatchRows, "events per insert at most")
+	fs.IntVar(&k.BatchRows, "batch-rows", env("batch-rows"), recorder.DefaultBatchRows, "records (outcome events and records indexed) per batch at most")
 	fs.DurationVar(&k.FlushInterval, "flush-interval", env("flush-interval"), recorder.DefaultFlushInterval, "longest wait of an event before its batch is inserted")
 	fs.DurationVar(&k.InsertTimeout, "insert-timeout", env("insert-timeout"), recorder.DefaultInsertTimeout, "bound on one insert attempt")
 	fs.DurationVar(&k.RetryMin, "retry-min", env("retry-min"), recorder.DefaultRetryMin, "wait after a failed insert; doubled at each failure")
