@@ -2,10 +2,11 @@ package console
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/hourglass/hourglass/internal/report"
 )
 
 // Size of the forecast chart, in CSS pixels.
@@ -16,18 +17,16 @@ const (
 	chartBottom = 20 // room for the time labels
 )
 
-// forecast is what falls due over the next Config.Forecast.
+// forecast is what falls due: the report's forecast (package report), the
+// totals by kind and target, and its chart.
 type forecast struct {
-	From, To time.Time
-	Err      string
-	Total    int64
-	Peak     int64 // the most due in one minute
-	PeakAt   time.Time
-	// Groups are the totals by kind and target, most first.
+	*report.Forecast
+	// Groups are the totals by kind and target, most first, at most
+	// Config.MaxRows.
 	Groups []forecastGroup
-	// Rows are the minutes, kinds and targets with deadlines, at most
+	// Rows are the report's minutes by kind and target, at most
 	// Config.MaxRows, soonest first.
-	Rows      []forecastRow
+	Rows      []report.Due
 	Truncated bool
 	Chart     chart
 }
@@ -37,10 +36,32 @@ type forecastGroup struct {
 	Due          int64
 }
 
-type forecastRow struct {
-	Minute       time.Time
-	Kind, Target string
-	Due          int64
+// newForecast shows f, the report's forecast, with at most maxRows rows in
+// each table.
+func newForecast(f *report.Forecast, maxRows int) *forecast {
+	out := &forecast{Forecast: f, Rows: f.Due}
+	groups := map[[2]string]int64{}
+	for _, d := range f.Due {
+		groups[[2]string{d.Kind, d.Target}] += d.Count
+	}
+	for k, n := range groups {
+		out.Groups = append(out.Groups, forecastGroup{Kind: k[0], Target: k[1], Due: n})
+	}
+	slices.SortFunc(out.Groups, func(a, b forecastGroup) int {
+		return cmp.Or(cmp.Compare(b.Due, a.Due), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
+	})
+	if len(out.Groups) > maxRows {
+		out.Groups, out.Truncated = out.Groups[:maxRows], true
+	}
+	if len(out.Rows) > maxRows {
+		out.Rows, out.Truncated = out.Rows[:maxRows], true
+	}
+	perMinute := make(map[int64]int64, len(f.Minutes))
+	for _, m := range f.Minutes {
+		perMinute[m.Start.UnixMilli()] = m.Count
+	}
+	out.Chart = minuteChart(f.From, f.To, perMinute, f.Peak.Count)
+	return out
 }
 
 // chart is an SVG bar chart of the deadlines due per minute.
@@ -61,47 +82,6 @@ type bar struct {
 type label struct {
 	X, Y float64
 	Text string
-}
-
-// buildForecast returns the forecast of the minutes from now's to
-// Config.Forecast later.
-func (s *Server) buildForecast(ctx context.Context, now time.Time) *forecast {
-	from := now.Truncate(time.Minute)
-	f := &forecast{From: from, To: from.Add(s.cfg.Forecast)}
-	due, err := s.store.Forecast(ctx, f.From, f.To)
-	if err != nil {
-		s.log.Warn("overview: forecast", "err", err)
-		f.Err = err.Error()
-		return f
-	}
-	perMinute := map[int64]int64{}
-	groups := map[[2]string]int64{}
-	for _, d := range due {
-		f.Total += d.Count
-		perMinute[d.Minute.UnixMilli()] += d.Count
-		groups[[2]string{d.Kind, d.Target}] += d.Count
-		if len(f.Rows) < s.cfg.MaxRows {
-			f.Rows = append(f.Rows, forecastRow{Minute: d.Minute, Kind: d.Kind, Target: d.Target, Due: d.Count})
-		} else {
-			f.Truncated = true
-		}
-	}
-	for k, n := range groups {
-		f.Groups = append(f.Groups, forecastGroup{Kind: k[0], Target: k[1], Due: n})
-	}
-	slices.SortFunc(f.Groups, func(a, b forecastGroup) int {
-		return cmp.Or(cmp.Compare(b.Due, a.Due), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
-	})
-	if len(f.Groups) > s.cfg.MaxRows {
-		f.Groups, f.Truncated = f.Groups[:s.cfg.MaxRows], true
-	}
-	for m, n := range perMinute {
-		if n > f.Peak || (n == f.Peak && time.UnixMilli(m).Before(f.PeakAt)) {
-			f.Peak, f.PeakAt = n, time.UnixMilli(m).UTC()
-		}
-	}
-	f.Chart = minuteChart(f.From, f.To, perMinute, f.Peak)
-	return f
 }
 
 // minuteChart draws the deadlines due in each minute of [from, to).

@@ -175,3 +175,18 @@ func AppendPath(path string, tier time.Duration) string {
 	}
 	return path[:keep] + cut
 }
+
+// HeaderMillis returns header key of r as unix milliseconds, or 0 when r
+// has none or it is not a non-negative number: for records whose headers
+// may be anything, such as dead letters.
+func HeaderMillis(r *kgo.Record, key string) int64 {
+	v, ok := tiers.Header(r.Headers, key)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

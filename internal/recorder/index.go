@@ -1,13 +1,13 @@
 package recorder
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/outcome"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -50,17 +50,16 @@ func (r *Recorder) addIndexed(rec *kgo.Record) string {
 		}
 		reason, _ := tiers.Header(rec.Headers, tiers.HeaderReason)
 		source, _ := tiers.Header(rec.Headers, tiers.HeaderSource)
-		dead, _ := tiers.Header(rec.Headers, tiers.HeaderDeadAt)
-		ms, err := strconv.ParseInt(string(dead), 10, 64)
-		if err != nil {
-			ms = rec.Timestamp.UnixMilli()
+		dead := record.HeaderMillis(rec, tiers.HeaderDeadAt)
+		if dead == 0 {
+			dead = rec.Timestamp.UnixMilli()
 		}
-		deadline := millis(rec, tiers.HeaderDeadline)
+		deadline := record.HeaderMillis(rec, tiers.HeaderDeadline)
 		if deadline == 0 {
-			deadline = millis(rec, tiers.HeaderDue)
+			deadline = record.HeaderMillis(rec, tiers.HeaderDue)
 		}
 		r.index.DeadLetters = append(r.index.DeadLetters, chstore.DeadLetter{TaskID: string(rec.Key),
-			Reason: text(reason, outcome.MaxErrorBytes), Source: text(source, outcome.MaxDetailBytes), DeadMs: ms, DeadlineMs: deadline,
+			Reason: text(reason, outcome.MaxErrorBytes), Source: text(source, outcome.MaxDetailBytes), DeadMs: dead, DeadlineMs: deadline,
 			Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset})
 	default:
 		m, err := tiers.DecodeRecord(rec)
@@ -87,19 +86,4 @@ func (r *Recorder) addIndexed(rec *kgo.Record) string {
 // UTF-8: dead-letter headers are anyone's bytes.
 func text(b []byte, limit int) string {
 	return strings.ToValidUTF8(string(b[:min(len(b), limit)]), "")
-}
-
-// millis returns header key of rec as unix milliseconds, as status reads
-// it, or 0 when it is not a number: a dead record's headers may be
-// anything.
-func millis(rec *kgo.Record, key string) int64 {
-	v, ok := tiers.Header(rec.Headers, key)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }

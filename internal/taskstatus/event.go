@@ -176,7 +176,7 @@ func (e *Event) meta(r *kgo.Record) {
 	m, err := tiers.Decode(r.Headers)
 	if err != nil {
 		e.Invalid = err.Error()
-		e.DueMs = headerMillis(r, tiers.HeaderDue)
+		e.DueMs = record.HeaderMillis(r, tiers.HeaderDue)
 	}
 	e.DueMs = max(e.DueMs, ms(m.Due))
 	e.DeadlineMs = ms(m.Deadline)
@@ -224,7 +224,7 @@ func (e *Event) deadLetter(r *kgo.Record) {
 	if v, ok := tiers.Header(r.Headers, tiers.HeaderSource); ok {
 		e.Of = string(v)
 	}
-	if t := headerMillis(r, tiers.HeaderDeadAt); t != 0 {
+	if t := record.HeaderMillis(r, tiers.HeaderDeadAt); t != 0 {
 		e.TimeMs = t
 	}
 	if v, ok := tiers.Header(r.Headers, tiers.HeaderKind); ok {
@@ -233,24 +233,11 @@ func (e *Event) deadLetter(r *kgo.Record) {
 	if v, ok := tiers.Header(r.Headers, tiers.HeaderAttempt); ok {
 		e.Attempt, _ = strconv.Atoi(string(v))
 	}
-	e.DueMs = headerMillis(r, tiers.HeaderDue)
-	e.DeadlineMs = headerMillis(r, tiers.HeaderDeadline)
+	e.DueMs = record.HeaderMillis(r, tiers.HeaderDue)
+	e.DeadlineMs = record.HeaderMillis(r, tiers.HeaderDeadline)
 	if e.DeadlineMs == 0 {
 		e.DeadlineMs = e.DueMs
 	}
-}
-
-// headerMillis returns the unix milliseconds of header key of r, or 0.
-func headerMillis(r *kgo.Record, key string) int64 {
-	v, ok := tiers.Header(r.Headers, key)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }
 
 // ms returns t in unix milliseconds, 0 for the zero time.
