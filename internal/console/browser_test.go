@@ -20,8 +20,9 @@ type browser struct {
 	ctx context.Context
 }
 
-// newBrowser starts a headless Chromium with a fresh profile and nothing
-// that calls home; it is closed when the test ends. It skips when there is
+// newBrowser starts a headless Chromium with a fresh profile (a directory
+// chromedp makes and removes once the browser has exited: one under
+// t.TempDir raced the browser's last writes) and nothing that calls home; it is closed when the test ends. It skips when there is
 // no chromium, but not in CI (CI is set), where scripts/deps.sh installs
 // it.
 func newBrowser(t *testing.T) *browser {
@@ -48,7 +49,6 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
