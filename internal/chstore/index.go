@@ -2,10 +2,12 @@ package chstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hourglass/hourglass/internal/outcome"
@@ -211,9 +213,22 @@ func (s *Store) Task(ctx context.Context, id string, limit int) (*TaskIndex, err
 		return err
 	})
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, noIndex(err)
 	}
 	return &t, nil
+}
+
+// codeUnknownTable is ClickHouse's UNKNOWN_TABLE error code.
+const codeUnknownTable = 60
+
+// noIndex adds to err, when ClickHouse does not know a table, that the
+// schema lacks the deadline index: the migrations were not applied.
+func noIndex(err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && ex.Code == codeUnknownTable {
+		return fmt.Errorf("%w (the schema lacks the deadline index, version %d: apply the migrations, `hourglass recorder --migrate-only`)", err, SchemaVersion())
+	}
+	return err
 }
 
 // Due is how many deadlines of one kind and target fall due in one minute
@@ -291,7 +306,7 @@ GROUP BY minute, kind, target ORDER BY minute, kind, target LIMIT %[9]d`,
 		out = append(out, d)
 		return nil
 	})
-	return out, err
+	return out, noIndex(err)
 }
 
 // forecastSkew is how much earlier than its deadline's due time an outcome

@@ -3,6 +3,7 @@ package chstore_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,22 @@ func TestForecast(t *testing.T) {
 	}
 	if _, err := s.Forecast(ctx, t0, t0.Add(32*24*time.Hour)); err == nil {
 		t.Error("a forecast of 32 days: no error")
+	}
+}
+
+// TestIndexMissing: against a schema without the index (version 1), a
+// lookup and a forecast say that the migrations were not applied.
+func TestIndexMissing(t *testing.T) {
+	ctx := ctxT(t)
+	s := open(t, chtest.Config(t))
+	if _, err := s.MigrateWith(ctx, chstore.Migrations()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	_, terr := s.Task(ctx, "k1", 10)
+	_, ferr := s.Forecast(ctx, t0, t0.Add(time.Hour))
+	for _, err := range []error{terr, ferr} {
+		if err == nil || !strings.Contains(err.Error(), "hourglass recorder --migrate-only") {
+			t.Errorf("error %v does not say to apply the migrations", err)
+		}
 	}
 }
