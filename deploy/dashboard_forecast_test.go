@@ -5,7 +5,10 @@ package deploy
 // schedule of deadlines, cancellations and outcomes.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -25,13 +28,13 @@ const (
 	mostDuePanel  = "Most due in one minute (next hours)"
 )
 
-// forecastTable is what the due load panels read: the deadline index.
-const forecastTable = "${database}.deadlines"
+var updateDashboard = flag.Bool("update-dashboard", false, "rewrite the due load panels' queries in the ClickHouse dashboard, and the alert's in docs/operations.md, from chstore.OpenDeadlinesQuery")
 
-// isForecastPanel reports whether p reads the deadline index rather than
-// the attempts.
+// isForecastPanel reports whether p is a due load panel, which reads the
+// deadline index rather than the attempts.
 func isForecastPanel(p chPanel) bool {
-	return len(p.Targets) == 1 && strings.Contains(p.Targets[0].RawSQL, forecastTable)
+	_, ok := forecastHeaders[p.Title]
+	return ok && len(p.Targets) == 1
 }
 
 // forecastPanels returns the due load panels of the ClickHouse dashboard.
@@ -50,7 +53,7 @@ func forecastPanels(t *testing.T) (series, most chPanel) {
 	series, ok1 := found[forecastPanel]
 	most, ok2 := found[mostDuePanel]
 	if !ok1 || !ok2 || len(found) != 2 {
-		t.Fatalf("%s: panels reading %s %v, want %q and %q", clickhouseDashboardFile, forecastTable, found, forecastPanel, mostDuePanel)
+		t.Fatalf("%s: due load panels %v, want %q and %q", clickhouseDashboardFile, found, forecastPanel, mostDuePanel)
 	}
 	return series, most
 }
@@ -64,27 +67,67 @@ var forecastWindows = map[string][2]string{
 	mostDuePanel:  {"(toUnixTimestamp(now()) - 600) * 1000", "(toUnixTimestamp(now()) + 21600) * 1000"},
 }
 
-// forecastCore is the forecast query of p from its FROM to the end of its
-// conditions, with the bounds of its window as F and T. It checks that
-// every condition takes that window: the deadlines due in [F, T) (three
-// times), and the outcomes closed from a minute before F.
-func forecastCore(t *testing.T, p chPanel) string {
-	t.Helper()
-	sql := p.Targets[0].RawSQL
-	i, j := strings.Index(sql, "\nFROM ("), strings.LastIndex(sql, "\n  )")
-	if i < 0 || j < i {
-		t.Fatalf("panel %q: no FROM ( ... ) of the forecast", p.Title)
+// forecastHeaders are the comments that start each due load panel's query.
+var forecastHeaders = map[string]string{
+	forecastPanel: `-- The open deadlines of the deadline index due in the window, per minute
+-- and kind: chstore.OpenDeadlinesQuery (internal/chstore/index.go), which
+-- chstore.Store.Forecast and hourglass report count too. A deadline is open
+-- until an outcome ends it (closed, failed, cancelled, ...), its
+-- cancellation covers it or it is dead-lettered, and counts once however
+-- often it was recorded.
+-- Window: the panel's time range (now to 6 hours ahead).
+`,
+	mostDuePanel: `-- The most open deadlines of the deadline index due in one minute:
+-- chstore.OpenDeadlinesQuery (internal/chstore/index.go), which
+-- chstore.Store.Forecast and hourglass report count too.
+-- Window: 10 minutes ago (the overdue) to 6 hours ahead, whatever the
+-- dashboard's range, so that an alert rule can run this query as it is.
+`,
+}
+
+// forecastSQL is the query the due load panel title runs: its header, and
+// chstore.OpenDeadlinesQuery over its window, counted per minute (and kind,
+// for the series; the busiest minute, for the stat).
+func forecastSQL(title string) string {
+	w := forecastWindows[title]
+	open := chstore.OpenDeadlinesQuery("${database}", w[0], w[1])
+	if title == mostDuePanel {
+		return forecastHeaders[title] + "SELECT toInt64(max(deadlines)) AS most_due FROM (\nSELECT intDiv(due, 60000) AS minute, count() AS deadlines\nFROM (\n" +
+			open + "\n)\nGROUP BY minute\n)"
 	}
-	w := forecastWindows[p.Title]
-	core := strings.NewReplacer(w[0], "F", w[1], "T").Replace(sql[i : j+4])
-	for cond, n := range map[string]int{
-		"due_ms >= F AND due_ms < T": 3, "closed_ms >= F - 60000 AND day >= toDate(toDateTime(intDiv(F - 60000, 1000), 'UTC'))": 1,
-	} {
-		if got := strings.Count(core, cond); got != n {
-			t.Errorf("panel %q: %d times %s, want %d; window %v", p.Title, got, cond, n, w)
+	return forecastHeaders[title] + "SELECT toDateTime(intDiv(due, 60000) * 60) AS time, if(kind = '', '(default)', kind) AS kind_name, toInt64(count()) AS deadlines\nFROM (\n" +
+		open + "\n)\nGROUP BY time, kind ORDER BY time, kind_name"
+}
+
+// alertSQL is the query docs/operations.md gives for the due load alert:
+// the stat panel's, without its comments, for the database hourglass.
+func alertSQL() string {
+	var lines []string
+	for _, l := range strings.Split(forecastSQL(mostDuePanel), "\n") {
+		if !strings.HasPrefix(l, "--") {
+			lines = append(lines, l)
 		}
 	}
-	return core
+	return strings.ReplaceAll(strings.Join(lines, "\n"), "${database}", "hourglass")
+}
+
+// replaceJSONString replaces the JSON string old by new in b, once.
+func replaceJSONString(t *testing.T, b []byte, old, new string) []byte {
+	t.Helper()
+	enc := func(v string) []byte {
+		var buf bytes.Buffer
+		e := json.NewEncoder(&buf)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	o := enc(old)
+	if bytes.Count(b, o) != 1 {
+		t.Fatalf("the query to replace is in %s %d times, want once", clickhouseDashboardFile, bytes.Count(b, o))
+	}
+	return bytes.Replace(b, o, enc(new), 1)
 }
 
 // TestClickHouseDashboardForecastShape checks the due load panels: both
@@ -93,8 +136,23 @@ func forecastCore(t *testing.T, p chPanel) string {
 // range, and the stat has thresholds an alert can follow.
 func TestClickHouseDashboardForecastShape(t *testing.T) {
 	series, most := forecastPanels(t)
-	if a, b := forecastCore(t, series), forecastCore(t, most); a != b {
-		t.Errorf("the due load panels run different forecasts:\n%s\n\n%s", a, b)
+	if *updateDashboard {
+		b, err := os.ReadFile(clickhouseDashboardFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []chPanel{series, most} {
+			b = replaceJSONString(t, b, p.Targets[0].RawSQL, forecastSQL(p.Title))
+		}
+		if err := os.WriteFile(clickhouseDashboardFile, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		series, most = forecastPanels(t)
+	}
+	for _, p := range []chPanel{series, most} {
+		if got, want := p.Targets[0].RawSQL, forecastSQL(p.Title); got != want {
+			t.Errorf("panel %q does not run chstore.OpenDeadlinesQuery over its window (go test ./deploy -run TestClickHouseDashboardForecastShape -update-dashboard rewrites it):\n%s\nwant:\n%s", p.Title, got, want)
+		}
 	}
 	var ended []string
 	for _, o := range outcome.All {
@@ -268,15 +326,8 @@ func TestClickHouseDashboardForecast(t *testing.T) {
 // gives for the due load alert is the stat panel's, without its comments,
 // for the database hourglass.
 func TestForecastAlertDocumented(t *testing.T) {
-	_, most := forecastPanels(t)
-	var lines []string
-	for _, l := range strings.Split(most.Targets[0].RawSQL, "\n") {
-		if !strings.HasPrefix(l, "--") {
-			lines = append(lines, l)
-		}
-	}
-	want := strings.ReplaceAll(strings.Join(lines, "\n"), "${database}", "hourglass")
-	b, err := os.ReadFile("../docs/operations.md")
+	const docs = "../docs/operations.md"
+	b, err := os.ReadFile(docs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,11 +340,20 @@ func TestForecastAlertDocumented(t *testing.T) {
 	if j < 0 {
 		t.Fatal("docs/operations.md, Due load: no sql block")
 	}
-	block, _, found := strings.Cut(doc[i+j+len("```sql\n"):], "```")
+	start := i + j + len("```sql\n")
+	block, _, found := strings.Cut(doc[start:], "```")
 	if !found {
 		t.Fatal("docs/operations.md, Due load: the sql block does not end")
 	}
+	want := alertSQL()
+	if *updateDashboard {
+		doc = doc[:start] + want + "\n" + doc[start+len(block):]
+		if err := os.WriteFile(docs, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		block = want + "\n"
+	}
 	if strings.TrimSpace(block) != strings.TrimSpace(want) {
-		t.Errorf("docs/operations.md, Due load: the alert's query is not the stat panel's %q:\n%s\nwant:\n%s", most.Title, block, want)
+		t.Errorf("docs/operations.md, Due load: the alert's query is not the stat panel's (go test ./deploy -run TestForecastAlertDocumented -update-dashboard rewrites it):\n%s\nwant:\n%s", block, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -265,36 +266,9 @@ func (s *Store) Forecast(ctx context.Context, from, to time.Time) ([]Due, error)
 		return nil, fmt.Errorf("forecast window of %v is longer than %v", to.Sub(from), maxForecast)
 	}
 	f, t := w.ms()
-	inWindow := fmt.Sprintf("due_ms >= %d AND due_ms < %d", f, t)
-	tasks := fmt.Sprintf("task_id IN (SELECT task_id FROM %s WHERE %s)", s.table(DeadlinesTable), inWindow)
-	var ended []string
-	for _, o := range outcome.All {
-		if o.Ends() {
-			ended = append(ended, quote(string(o)))
-		}
-	}
-	// A deadline is a task's due time, however many records scheduled it
-	// (a producer's retry, a replayed dead letter): the newest of them
-	// stands against a cancellation. The task's cancellation is its newest
-	// record of the compacted topic (one partition per key).
-	q := fmt.Sprintf(`SELECT intDiv(due, 60000) * 60000 AS minute, kind, target, toInt64(count())
-FROM (
-    SELECT task_id, due_ms AS due, any(kind) AS kind, any(target) AS target, max(scheduled_ms) AS scheduled
-    FROM %[1]s WHERE %[2]s GROUP BY task_id, due_ms
-) ANY LEFT JOIN (
-    SELECT task_id, argMax(at_ms, `+"`offset`"+`) AS c_at, argMax(due_ms, `+"`offset`"+`) AS c_due, argMax(withdrawn, `+"`offset`"+`) AS c_withdrawn
-    FROM %[3]s WHERE %[4]s GROUP BY task_id
-) USING task_id
-WHERE NOT (c_at > 0 AND c_withdrawn = 0 AND scheduled <= c_at AND (c_due = 0 OR c_due = due))
-  AND (task_id, due) NOT IN (
-    SELECT task_id, if(deadline_ms != 0, deadline_ms, due_ms) FROM %[5]s
-    WHERE %[4]s AND outcome IN (%[6]s) AND closed_ms >= %[7]d AND day >= %[8]s
-  )
-  AND (task_id, due) NOT IN (SELECT task_id, deadline_ms FROM %[10]s WHERE %[4]s)
-GROUP BY minute, kind, target ORDER BY minute, kind, target LIMIT %[9]d`,
-		s.table(DeadlinesTable), inWindow, s.table(CancellationsTable), tasks, s.table(OutcomesTable),
-		strings.Join(ended, ", "), f-forecastSkew.Milliseconds(), utcDate(f-forecastSkew.Milliseconds()), maxForecastRows,
-		s.table(DeadLettersTable))
+	q := "SELECT intDiv(due, 60000) * 60000 AS minute, kind, target, toInt64(count())\nFROM (" +
+		OpenDeadlinesQuery(s.db, strconv.FormatInt(f, 10), strconv.FormatInt(t, 10)) +
+		fmt.Sprintf(")\nGROUP BY minute, kind, target ORDER BY minute, kind, target LIMIT %d", maxForecastRows)
 	var out []Due
 	err := s.query(ctx, "forecast", q, func(scan func(...any) error) error {
 		var d Due
@@ -312,6 +286,44 @@ GROUP BY minute, kind, target ORDER BY minute, kind, target LIMIT %[9]d`,
 // forecastSkew is how much earlier than its deadline's due time an outcome
 // may have closed and still end it: clocks of hosts differ.
 const forecastSkew = time.Minute
+
+// OpenDeadlinesQuery is the query of the open deadlines due in [from, to),
+// one row each (task_id, due, kind, target), that Store.Forecast counts and
+// the ClickHouse dashboard's due load panels run: db is the quoted database
+// (or the dashboard's ${database}), from and to are SQL expressions of unix
+// milliseconds. A deadline is a task's due time, however many records
+// scheduled it (a producer's retry, a replayed dead letter), and the newest
+// of them stands against a cancellation; the task's cancellation is its
+// newest record of the compacted topic (one partition per key). A deadline
+// is open until an outcome ends it, its cancellation covers it, or it is
+// dead-lettered.
+func OpenDeadlinesQuery(db, from, to string) string {
+	var ended []string
+	for _, o := range outcome.All {
+		if o.Ends() {
+			ended = append(ended, quote(string(o)))
+		}
+	}
+	table := func(name string) string { return db + ".`" + name + "`" }
+	inWindow := fmt.Sprintf("due_ms >= %s AND due_ms < %s", from, to)
+	tasks := fmt.Sprintf("task_id IN (SELECT task_id FROM %s WHERE %s)", table(DeadlinesTable), inWindow)
+	closedFrom := fmt.Sprintf("%s - %d", from, forecastSkew.Milliseconds())
+	return fmt.Sprintf(`SELECT task_id, due, kind, target FROM (
+    SELECT task_id, due_ms AS due, any(kind) AS kind, any(target) AS target, max(scheduled_ms) AS scheduled
+    FROM %[1]s WHERE %[2]s GROUP BY task_id, due_ms
+) ANY LEFT JOIN (
+    SELECT task_id, argMax(at_ms, `+"`offset`"+`) AS c_at, argMax(due_ms, `+"`offset`"+`) AS c_due, argMax(withdrawn, `+"`offset`"+`) AS c_withdrawn
+    FROM %[3]s WHERE %[4]s GROUP BY task_id
+) USING task_id
+WHERE NOT (c_at > 0 AND c_withdrawn = 0 AND scheduled <= c_at AND (c_due = 0 OR c_due = due))
+  AND (task_id, due) NOT IN (
+    SELECT task_id, if(deadline_ms != 0, deadline_ms, due_ms) FROM %[5]s
+    WHERE %[4]s AND outcome IN (%[6]s) AND closed_ms >= %[7]s AND day >= toDate(toDateTime(intDiv(%[7]s, 1000), 'UTC'))
+  )
+  AND (task_id, due) NOT IN (SELECT task_id, deadline_ms FROM %[8]s WHERE %[4]s)`,
+		table(DeadlinesTable), inWindow, table(CancellationsTable), tasks, table(OutcomesTable),
+		strings.Join(ended, ", "), closedFrom, table(DeadLettersTable))
+}
 
 // taskAttemptsQuery is the query of the attempts whose rows cond selects
 // in table, each once with its first row, oldest first.
