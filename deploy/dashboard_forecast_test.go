@@ -111,8 +111,8 @@ func alertSQL() string {
 	return strings.ReplaceAll(strings.Join(lines, "\n"), "${database}", "hourglass")
 }
 
-// replaceJSONString replaces the JSON string old by new in b, once.
-func replaceJSONString(t *testing.T, b []byte, old, new string) []byte {
+// replaceJSONString replaces the JSON string from by to in b, once.
+func replaceJSONString(t *testing.T, b []byte, from, to string) []byte {
 	t.Helper()
 	enc := func(v string) []byte {
 		var buf bytes.Buffer
@@ -123,11 +123,11 @@ func replaceJSONString(t *testing.T, b []byte, old, new string) []byte {
 		}
 		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
-	o := enc(old)
+	o := enc(from)
 	if bytes.Count(b, o) != 1 {
 		t.Fatalf("the query to replace is in %s %d times, want once", clickhouseDashboardFile, bytes.Count(b, o))
 	}
-	return bytes.Replace(b, o, enc(new), 1)
+	return bytes.Replace(b, o, enc(to), 1)
 }
 
 // TestClickHouseDashboardForecastShape checks the due load panels: both
