@@ -24,7 +24,7 @@ const (
 	// DeadLettersTable holds one row per dead letter.
 	DeadLettersTable = "dead_letters"
 	// OutcomesByTaskTable holds the rows of OutcomesTable ordered by task
-	// id, for lookups of one task; a materialized view fills it.
+	// id, for lookups of one task; the recorder fills it (InsertByTask).
 	OutcomesByTaskTable = "outcomes_by_task"
 )
 
