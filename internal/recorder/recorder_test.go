@@ -67,22 +67,7 @@ func setup(t *testing.T) *bundle {
 	}
 	t.Cleanup(cl.Close)
 	b := &bundle{topic: name + ".outcomes", group: name + "-recorder", cl: cl, adm: kadm.NewClient(cl)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := b.adm.CreateTopics(ctx, 3, 1, nil, b.topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := b.adm.DeleteTopics(ctx, b.topic); err != nil {
-			t.Logf("delete %s: %v", b.topic, err)
-		}
-	})
+	b.create(t, b.topic)
 	return b
 }
 
