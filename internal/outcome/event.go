@@ -78,20 +78,21 @@ func (e *Event) Marshal() ([]byte, error) {
 // clipped returns e with its text fields cut to their limits.
 func (e *Event) clipped() Event {
 	c := *e
-	c.TaskID = clip(c.TaskID, MaxTaskIDBytes)
-	c.Kind = clip(c.Kind, MaxKindBytes)
-	c.Outcome = Outcome(clip(string(c.Outcome), MaxOutcomeBytes))
-	c.Detail = clip(c.Detail, MaxDetailBytes)
-	c.Error = clip(c.Error, MaxErrorBytes)
-	c.Path = clip(c.Path, MaxPathBytes)
-	c.Instance = clip(c.Instance, MaxInstanceBytes)
-	c.Topic = clip(c.Topic, MaxTopicBytes)
+	c.TaskID = Clip(c.TaskID, MaxTaskIDBytes)
+	c.Kind = Clip(c.Kind, MaxKindBytes)
+	c.Outcome = Outcome(Clip(string(c.Outcome), MaxOutcomeBytes))
+	c.Detail = Clip(c.Detail, MaxDetailBytes)
+	c.Error = Clip(c.Error, MaxErrorBytes)
+	c.Path = Clip(c.Path, MaxPathBytes)
+	c.Instance = Clip(c.Instance, MaxInstanceBytes)
+	c.Topic = Clip(c.Topic, MaxTopicBytes)
 	return c
 }
 
-// clip cuts s to at most n bytes on a rune boundary, ending the cut text in
-// "...".
-func clip(s string, n int) string {
+// Clip cuts s to at most n bytes on a rune boundary, ending the cut text in
+// "...", as Marshal cuts an event's text fields, and as Hourglass cuts any
+// text it keeps from a record.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -4,10 +4,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass/hourglass/internal/outcome"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
 
@@ -41,7 +41,7 @@ func MinimalDeadLetter(r *kgo.Record, topic string, cause error, now time.Time) 
 
 func deadLetter(r *kgo.Record, topic string, cause error, now time.Time, limit int) *kgo.Record {
 	ours := []kgo.RecordHeader{
-		{Key: tiers.HeaderReason, Value: []byte(clipText(cause.Error(), maxReasonBytes))},
+		{Key: tiers.HeaderReason, Value: []byte(outcome.Clip(cause.Error(), maxReasonBytes))},
 		{Key: tiers.HeaderSource, Value: []byte(r.Topic + "[" + strconv.FormatInt(int64(r.Partition), 10) + "]@" + strconv.FormatInt(r.Offset, 10))},
 		{Key: tiers.HeaderDeadAt, Value: tiers.FormatMillis(now)},
 	}
@@ -83,17 +83,4 @@ func deadLetter(r *kgo.Record, topic string, cause error, now time.Time, limit i
 		dl.Headers = SetHeaders(dl.Headers, kgo.RecordHeader{Key: tiers.HeaderTruncated, Value: []byte(strings.Join(cuts, ","))})
 	}
 	return dl
-}
-
-// clipText cuts s to at most n bytes on a rune boundary, marking the cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	keep := n - len(mark)
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + mark
 }

@@ -1,8 +1,6 @@
 package recorder
 
 import (
-	"strings"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/chstore"
@@ -59,7 +57,7 @@ func (r *Recorder) addIndexed(rec *kgo.Record) string {
 			deadline = record.HeaderMillis(rec, tiers.HeaderDue)
 		}
 		r.index.DeadLetters = append(r.index.DeadLetters, chstore.DeadLetter{TaskID: string(rec.Key),
-			Reason: text(reason, outcome.MaxErrorBytes), Source: text(source, outcome.MaxDetailBytes), DeadMs: dead, DeadlineMs: deadline,
+			Reason: outcome.Clip(string(reason), outcome.MaxErrorBytes), Source: outcome.Clip(string(source), outcome.MaxDetailBytes), DeadMs: dead, DeadlineMs: deadline,
 			Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset})
 	default:
 		m, err := tiers.DecodeRecord(rec)
@@ -80,10 +78,4 @@ func (r *Recorder) addIndexed(rec *kgo.Record) string {
 			Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset})
 	}
 	return ""
-}
-
-// text returns b as a string of at most limit bytes, without invalid
-// UTF-8: dead-letter headers are anyone's bytes.
-func text(b []byte, limit int) string {
-	return strings.ToValidUTF8(string(b[:min(len(b), limit)]), "")
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -154,21 +153,8 @@ func (e *Event) clip() {
 		{&e.Reason, outcome.MaxKindBytes}, {&e.Of, outcome.MaxTopicBytes + len("[2147483647]@9223372036854775807")},
 		{&e.Invalid, outcome.MaxErrorBytes},
 	} {
-		*f.s = clipText(*f.s, f.max)
+		*f.s = outcome.Clip(*f.s, f.max)
 	}
-}
-
-// clipText cuts s to at most n bytes on a rune boundary, ending the cut text
-// in "...", as outcome events are cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	keep := n - len("...")
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + "..."
 }
 
 // meta fills e from a delay or target record's contract headers.
