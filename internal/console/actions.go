@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +43,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	var due time.Time
 	if v := strings.TrimSpace(r.PostFormValue("due")); v != "" {
 		var err error
-		if due, err = parseTime(v); err != nil {
+		if due, err = record.ParseDue(v); err != nil {
 			s.fail(w, r, http.StatusBadRequest, "due: "+err.Error())
 			return
 		}
@@ -122,7 +121,7 @@ func (s *Server) rescheduleForm(r *http.Request, id string) (tiers.Task, time.Ti
 	case at != "" && in != "":
 		return t, time.Time{}, "Give the new due time or a delay, not both."
 	case at != "":
-		due, err := parseTime(at)
+		due, err := record.ParseDue(at)
 		if err != nil {
 			return t, time.Time{}, "at: " + err.Error()
 		}
@@ -139,7 +138,7 @@ func (s *Server) rescheduleForm(r *http.Request, id string) (tiers.Task, time.Ti
 	var from time.Time
 	if v := strings.TrimSpace(r.PostFormValue("from")); v != "" {
 		var err error
-		if from, err = parseTime(v); err != nil {
+		if from, err = record.ParseDue(v); err != nil {
 			return t, time.Time{}, "from: " + err.Error()
 		}
 	}
@@ -174,22 +173,4 @@ func checkID(id string) string {
 		return fmt.Sprintf("A task id is at most %d bytes.", tiers.DefaultMaxKeyBytes)
 	}
 	return ""
-}
-
-// parseTime parses an RFC 3339 time or unix milliseconds, to the
-// millisecond, from 2000 to 9999 as a record's due time.
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		ms, merr := strconv.ParseInt(s, 10, 64)
-		if merr != nil {
-			return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-05-14T12:30:00Z) or unix milliseconds", s)
-		}
-		t = time.UnixMilli(ms)
-	}
-	t = time.UnixMilli(t.UnixMilli())
-	if err := tiers.PlausibleDue(t); err != nil {
-		return time.Time{}, fmt.Errorf("%q: %w", s, err)
-	}
-	return t, nil
 }

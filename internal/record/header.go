@@ -190,3 +190,25 @@ func HeaderMillis(r *kgo.Record, key string) int64 {
 	}
 	return n
 }
+
+// ParseDue parses a due time given by a person: an RFC 3339 time or unix
+// milliseconds, to the millisecond as hourglass-due (the deadline a record
+// names is due at its millisecond). Like a record's due time it is from
+// 2000 to 9999 (tiers.PlausibleDue): a time in seconds is refused, not
+// read as 1970.
+func ParseDue(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		ms, merr := strconv.ParseInt(s, 10, 64)
+		if merr != nil {
+			return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-05-14T12:30:00Z, or with an offset) or unix milliseconds", s)
+		}
+		t = time.UnixMilli(ms)
+	}
+	t = time.UnixMilli(t.UnixMilli())
+	var ie *tiers.InvalidError
+	if errors.As(tiers.PlausibleDue(t), &ie) {
+		return time.Time{}, fmt.Errorf("%q: %s", s, ie.Detail)
+	}
+	return t, nil
+}

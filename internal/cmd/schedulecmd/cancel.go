@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -57,7 +58,7 @@ func Cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return
 		}
 		var err error
-		if due, err = parseTime(rawDue); err != nil {
+		if due, err = record.ParseDue(rawDue); err != nil {
 			errs.Add("due", "%v", err)
 		} else if withdraw {
 			errs.Add("due", "give --due or --withdraw, not both: a withdrawal is of the task's cancellation, whatever it names")

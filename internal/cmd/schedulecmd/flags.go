@@ -2,11 +2,9 @@ package schedulecmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -184,7 +182,7 @@ func (f *taskFlags) task(fs *cli.FlagSet, id, prefix string, now time.Time, errs
 	case f.at != "" && f.inSet:
 		errs.Add("at", "give --in or --at, not both")
 	case f.at != "":
-		due, err := parseTime(f.at)
+		due, err := record.ParseDue(f.at)
 		if err != nil {
 			errs.Add("at", "%v", err)
 		}
@@ -246,27 +244,6 @@ func readPayload(s string) ([]byte, error) {
 		return nil, fmt.Errorf("%d bytes; the router takes at most %d", len(b), tiers.DefaultMaxValueBytes)
 	}
 	return b, nil
-}
-
-// parseTime parses an RFC 3339 time or unix milliseconds, to the
-// millisecond as hourglass-due: the deadline a record names is due at its
-// millisecond. Like a record's due time it is from 2000 to 9999
-// (tiers.PlausibleDue): a time in seconds is refused, not read as 1970.
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		ms, merr := strconv.ParseInt(s, 10, 64)
-		if merr != nil {
-			return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-05-14T12:30:00Z, or with an offset) or unix milliseconds", s)
-		}
-		t = time.UnixMilli(ms)
-	}
-	t = time.UnixMilli(t.UnixMilli())
-	var ie *tiers.InvalidError
-	if errors.As(tiers.PlausibleDue(t), &ie) {
-		return time.Time{}, fmt.Errorf("%q: %s", s, ie.Detail)
-	}
-	return t, nil
 }
 
 // stamp formats t for output: UTC, milliseconds.

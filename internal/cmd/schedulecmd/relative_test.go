@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglass/hourglass/internal/record"
 )
 
 // TestRelativeSubMillisecond: an acknowledgement before the due time is
@@ -31,7 +33,7 @@ func TestRelativeSubMillisecond(t *testing.T) {
 // precision of hourglass-due, so that what the command judges and prints
 // is the due time of the deadline the record names.
 func TestParseTimeMilliseconds(t *testing.T) {
-	got, err := parseTime("2026-05-14T12:30:00.000600Z")
+	got, err := record.ParseDue("2026-05-14T12:30:00.000600Z")
 	if err != nil {
 		t.Fatal(err)
 	}

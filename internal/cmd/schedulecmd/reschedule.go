@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass/hourglass/internal/cli"
+	"github.com/hourglass/hourglass/internal/record"
 	"github.com/hourglass/hourglass/internal/term"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -87,7 +88,7 @@ func parseReschedule(args []string, stderr io.Writer) (*rescheduleArgs, error) {
 		}
 		if rawFrom != "" {
 			var err error
-			if a.from, err = parseTime(rawFrom); err != nil {
+			if a.from, err = record.ParseDue(rawFrom); err != nil {
 				errs.Add("from", "%v", err)
 			}
 		}
