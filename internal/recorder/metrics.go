@@ -19,8 +19,8 @@ type metrics struct {
 	rejected   prometheus.Counter
 	buffered   prometheus.Gauge
 
-	indexed      *prometheus.CounterVec // by table
-	indexSkipped *prometheus.CounterVec // by reason
+	indexed      *prometheus.CounterVec        // by table
+	indexSkipped map[string]prometheus.Counter // by reason, resolved once: a hop counts on every record
 }
 
 // BatchRowsBuckets are the buckets of hourglass_recorder_batch_rows.
@@ -50,15 +50,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Outcome events skipped because their signature is missing or wrong (only with --outcomes-key-file)."})
 	m.indexed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "index_rows_inserted_total",
 		Help: "Rows of the deadline index inserted into ClickHouse, by table (a replayed row counts again)."}, []string{"table"})
-	m.indexSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "index_skipped_total",
+	skipped := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "index_skipped_total",
 		Help: "Records of indexed topics that have no row of their own, by reason: hop, retry, invalid, key_too_long."}, []string{"reason"})
 	for _, t := range indexTables {
 		m.indexed.WithLabelValues(t)
 	}
+	m.indexSkipped = map[string]prometheus.Counter{}
 	for _, why := range []string{skipHop, skipRetry, skipInvalid, skipLongKey} {
-		m.indexSkipped.WithLabelValues(why)
+		m.indexSkipped[why] = skipped.WithLabelValues(why)
 	}
 	reg.MustRegister(m.rows, m.errors, m.batches, m.batchRows, m.duration, m.lastInsert, m.malformed, m.rejected, m.buffered,
-		m.indexed, m.indexSkipped)
+		m.indexed, skipped)
 	return m
 }

@@ -204,7 +204,7 @@ func (r *Recorder) add(rec *kgo.Record) {
 	r.marks = append(r.marks, mark)
 	if rec.Topic != r.cfg.Topic {
 		if why := r.addIndexed(rec); why != "" {
-			r.metrics.indexSkipped.WithLabelValues(why).Inc()
+			r.metrics.indexSkipped[why].Inc()
 		}
 		r.metrics.buffered.Set(float64(len(r.events) + r.index.Len()))
 		return
