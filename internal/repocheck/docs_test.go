@@ -26,18 +26,8 @@ var (
 // file or directory it names exists, and an #anchor into a Markdown file
 // (or into the page itself) names one of its headings.
 func TestDocLinks(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages = append(pages, filepath.Join(root, "README.md"))
-	if len(pages) < 3 {
-		t.Fatalf("found only %v under %s; the test is not seeing the repository", pages, root)
-	}
+	root, docs := docPages(t)
+	pages := append(docs, filepath.Join(root, "README.md"))
 	anchors := map[string]map[string]bool{} // Markdown file -> its heading anchors
 	n := 0
 	for _, page := range pages {
@@ -181,14 +171,7 @@ func TestAnchor(t *testing.T) {
 // that no page (a guide such as migrating.md) is found only by listing the
 // directory.
 func TestDocsReachable(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil || len(pages) < 3 {
-		t.Fatalf("docs pages %v: %v", pages, err)
-	}
+	root, pages := docPages(t)
 	linked := map[string]bool{}
 	for _, l := range pageLinks(t, filepath.Join(root, "README.md")) {
 		path, _, _ := strings.Cut(l.target, "#")
@@ -210,15 +193,8 @@ var scriptRef = regexp.MustCompile(`\bscripts/[a-z0-9_-]+\.sh\b`)
 // docs/*.md tell the reader to run exists (docs/outcomes.md's
 // scripts/clickhouse.sh, say).
 func TestDocScripts(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages = append(pages, filepath.Join(root, "README.md"))
+	root, docs := docPages(t)
+	pages := append(docs, filepath.Join(root, "README.md"))
 	seen := 0
 	for _, page := range pages {
 		b, err := os.ReadFile(page)
@@ -236,4 +212,20 @@ func TestDocScripts(t *testing.T) {
 	if seen == 0 {
 		t.Fatal("no page names a script; the test is not seeing the repository")
 	}
+}
+
+// docPages returns the repository's root and its docs/*.md pages; it
+// fails the test when it finds fewer than three (it is not seeing the
+// repository).
+func docPages(t *testing.T) (root string, pages []string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err = filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(pages) < 3 {
+		t.Fatalf("docs pages under %s: %v, %v; the test is not seeing the repository", root, pages, err)
+	}
+	return root, pages
 }
