@@ -40,13 +40,7 @@ func TestHelpEssentialFirst(t *testing.T) {
 				t.Errorf("the usage is not followed by what the command does: %q", description)
 			}
 			essential, rest, _ := strings.Cut(rest, "\n\n")
-			var names []string
-			for line := range strings.Lines(essential) {
-				if name, ok := strings.CutPrefix(line, "  --"); ok {
-					name, _, _ = strings.Cut(name, " ")
-					names = append(names, name)
-				}
-			}
+			names := flagNames(essential)
 			if !strings.HasPrefix(essential, "Essential:\n") || strings.Join(names, " ") != strings.Join(tc.essential, " ") {
 				t.Errorf("Essential section lists %q, want %q:\n%s", names, tc.essential, essential)
 			}
@@ -96,13 +90,7 @@ func TestHelpOneOffCommands(t *testing.T) {
 			_, help, _ := cmdtest.Run(t, hourglasscmd.Run, append(tc.cmd, "--help")...)
 			_, rest, ok := strings.Cut(help, "\nEssential:\n")
 			essential, rest, _ := strings.Cut(rest, "\n\n")
-			var names []string
-			for line := range strings.Lines(essential) {
-				if name, ok := strings.CutPrefix(line, "  --"); ok {
-					name, _, _ = strings.Cut(name, " ")
-					names = append(names, name)
-				}
-			}
+			names := flagNames(essential)
 			if !ok || strings.Join(names, " ") != strings.Join(tc.essential, " ") {
 				t.Errorf("Essential section lists %q, want %q:\n%s", names, tc.essential, help)
 			}
@@ -111,4 +99,16 @@ func TestHelpOneOffCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flagNames returns the flags a section of --help lists, in its order.
+func flagNames(section string) []string {
+	var names []string
+	for line := range strings.Lines(section) {
+		if name, ok := strings.CutPrefix(line, "  --"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			names = append(names, name)
+		}
+	}
+	return names
 }
