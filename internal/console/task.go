@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass/hourglass/internal/chstore"
 	"github.com/hourglass/hourglass/internal/taskstatus"
 	"github.com/hourglass/hourglass/pkg/tiers"
 )
@@ -23,7 +22,6 @@ type taskPage struct {
 	// Deadlines says where each deadline of the task is, as hourglass
 	// status --clickhouse does.
 	Deadlines []taskstatus.Deadline
-	Attempts  []chstore.Attempt
 	Truncated bool // a list stopped at Config.MaxRows
 	// DefaultAt is the reschedule form's suggested due time.
 	DefaultAt string
@@ -65,44 +63,52 @@ func (s *Server) lookup(ctx context.Context, id string) *taskPage {
 		p.Errors = append(p.Errors, err.Error())
 		return p
 	}
-	p.Attempts = t.Attempts
-	p.Deadlines = taskstatus.Deadlines(taskstatus.FromIndex(t, s.cfg.Prefix), now)
 	for _, n := range []int{len(t.Deadlines), len(t.Cancels), len(t.DeadLetters), len(t.Attempts)} {
 		p.Truncated = p.Truncated || n >= s.cfg.MaxRows
 	}
-	for _, d := range t.Deadlines {
-		detail := "kind " + cmp.Or(d.Kind, "(default)") + ", target " + cmp.Or(d.Target, "(default)")
-		p.Events = append(p.Events, event{AtMs: cmp.Or(d.ScheduledMs, d.RecordMs), What: "scheduled", Class: "scheduled", DueMs: d.DueMs,
-			Detail: detail, Where: where(d.Topic, d.Partition, d.Offset)})
-	}
-	for _, c := range t.Cancels {
-		e := event{AtMs: c.AtMs, What: "cancelled", Class: "cancel warn", DueMs: c.DueMs, Where: where(c.Topic, c.Partition, c.Offset),
-			Detail: "every deadline scheduled until then"}
-		switch {
-		case c.Withdrawn:
-			e.What, e.Detail, e.Class = "cancellation withdrawn", "deadlines not dropped yet fire again", "cancel"
-		case c.DueMs != 0:
-			e.Detail = "the deadline due then"
-		}
-		p.Events = append(p.Events, e)
-	}
-	for _, d := range t.DeadLetters {
-		p.Events = append(p.Events, event{AtMs: d.DeadMs, What: "dead-lettered", Class: "bad", Detail: d.Reason + " from " + d.Source,
-			Where: where(d.Topic, d.Partition, d.Offset)})
-	}
-	for _, a := range t.Attempts {
-		detail := string(a.Outcome)
-		if a.Detail != "" {
-			detail += ": " + a.Detail
-		}
-		if a.Error != "" {
-			detail += " (" + a.Error + ")"
-		}
-		p.Events = append(p.Events, event{AtMs: a.ClosedMs, What: "close attempt " + itoa(a.Attempt), Class: "attempt " + outcomeClass(string(a.Outcome)),
-			DueMs: cmp.Or(a.DeadlineMs, a.DueMs), Detail: detail, Where: where(a.Topic, a.Partition, a.Offset)})
+	events := taskstatus.FromIndex(t, s.cfg.Prefix)
+	p.Deadlines = taskstatus.Deadlines(events, now)
+	for i := range events {
+		p.Events = append(p.Events, timelineEvent(&events[i]))
 	}
 	slices.SortStableFunc(p.Events, func(a, b event) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	return p
+}
+
+// timelineEvent is the line of the timeline of e, an event of the index.
+func timelineEvent(e *taskstatus.Event) event {
+	where := e.Where()
+	switch e.Type {
+	case taskstatus.TypeDelay:
+		return event{AtMs: cmp.Or(e.ScheduledMs, e.TimeMs), What: "scheduled", Class: "scheduled", DueMs: e.DueMs,
+			Detail: "kind " + cmp.Or(e.Kind, "(default)") + ", target " + cmp.Or(e.Target, "(default)"), Where: where}
+	case taskstatus.TypeCancellation:
+		ev := event{AtMs: e.TimeMs, What: "cancelled", Class: "cancel warn", DueMs: e.DueMs, Where: where,
+			Detail: "every deadline scheduled until then"}
+		switch {
+		case e.Withdrawn:
+			ev.What, ev.Detail, ev.Class = "cancellation withdrawn", "deadlines not dropped yet fire again", "cancel"
+		case e.DueMs != 0:
+			ev.Detail = "the deadline due then"
+		}
+		return ev
+	case taskstatus.TypeDeadLetter:
+		reason := e.Reason
+		if e.Detail != "" {
+			reason += ": " + e.Detail
+		}
+		return event{AtMs: e.TimeMs, What: "dead-lettered", Class: "bad", Detail: reason + " from " + e.Of, Where: where}
+	default: // an outcome: a close attempt
+		detail := e.Outcome
+		if e.Detail != "" {
+			detail += ": " + e.Detail
+		}
+		if e.Error != "" {
+			detail += " (" + e.Error + ")"
+		}
+		return event{AtMs: e.TimeMs, What: "close attempt " + itoa(e.Attempt), Class: "attempt " + outcomeClass(e.Outcome),
+			DueMs: e.DeadlineMs, Detail: detail, Where: e.Of}
+	}
 }
 
 // outcomeClass is the CSS class of an outcome: ok, warn or bad.

@@ -26,8 +26,8 @@ var (
 // file or directory it names exists, and an #anchor into a Markdown file
 // (or into the page itself) names one of its headings.
 func TestDocLinks(t *testing.T) {
-	root, docs := docPages(t)
-	pages := append(docs, filepath.Join(root, "README.md"))
+	root, pages := docPages(t)
+	pages = append(pages, filepath.Join(root, "README.md"))
 	anchors := map[string]map[string]bool{} // Markdown file -> its heading anchors
 	n := 0
 	for _, page := range pages {
@@ -193,8 +193,8 @@ var scriptRef = regexp.MustCompile(`\bscripts/[a-z0-9_-]+\.sh\b`)
 // docs/*.md tell the reader to run exists (docs/outcomes.md's
 // scripts/clickhouse.sh, say).
 func TestDocScripts(t *testing.T) {
-	root, docs := docPages(t)
-	pages := append(docs, filepath.Join(root, "README.md"))
+	root, pages := docPages(t)
+	pages = append(pages, filepath.Join(root, "README.md"))
 	seen := 0
 	for _, page := range pages {
 		b, err := os.ReadFile(page)
