@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func timelineEvent(e *taskstatus.Event) event {
 		if e.Error != "" {
 			detail += " (" + e.Error + ")"
 		}
-		return event{AtMs: e.TimeMs, What: "close attempt " + itoa(e.Attempt), Class: "attempt " + outcomeClass(e.Outcome),
+		return event{AtMs: e.TimeMs, What: "close attempt " + strconv.Itoa(e.Attempt), Class: "attempt " + outcomeClass(e.Outcome),
 			DueMs: e.DeadlineMs, Detail: detail, Where: e.Of}
 	}
 }

@@ -1,5 +1,0 @@
-package console
-
-import "strconv"
-
-func itoa(n int) string { return strconv.Itoa(n) }
